@@ -1,0 +1,320 @@
+// Package store is the engine store: the database a workflow engine writes
+// and flowsnap reads. It opens a store from a DSN (a SQLite file or a
+// PostgreSQL URL), holds the schema inventory of both dialects and the
+// migration ladder that applies it, and offers the one narrow seam between
+// the dialects: a transaction with Exec, Query and QueryRow over numbered
+// placeholders ($1, $2, …), which both SQLite and PostgreSQL accept.
+//
+// SQL text is written once for both dialects wherever the two agree; the
+// Dialect is consulted only where they really differ (how a read transaction
+// begins, array parameters, DDL).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/flowsnap/flowsnap/fault"
+)
+
+// Dialect names the database behind a store.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Options tune Open.
+type Options struct {
+	// ReadOnly opens the store for reading only: on SQLite every connection
+	// is opened with mode=ro and query_only, so flowsnap can never write the
+	// engine's file; BeginWrite then fails.
+	ReadOnly bool
+	// MaxReaders bounds the connections used by read transactions (0 means
+	// a default). On SQLite this bounds how many read snapshots can pin the
+	// WAL at once.
+	MaxReaders int
+	// BusyTimeout is how long a SQLite statement waits for a lock (0 means
+	// 5s).
+	BusyTimeout time.Duration
+}
+
+// DB is an open engine store. It is safe for concurrent use.
+type DB struct {
+	dialect Dialect
+	// SQLite: writer is a single connection, since SQLite admits one writer
+	// at a time and queueing in Go beats spinning on SQLITE_BUSY; reader is
+	// a pool of read-only connections.
+	writer *sql.DB
+	reader *sql.DB
+	// PostgreSQL.
+	pool *pgxpool.Pool
+	// where names the database for messages without revealing credentials.
+	where string
+}
+
+// Open opens the store named by dsn: a SQLite path or file: URI, or a
+// postgres:// (or postgresql://) URL. It checks that the database answers,
+// not that it holds an engine store (see Inspect). ctx bounds the check.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	if opts.MaxReaders <= 0 {
+		opts.MaxReaders = 8
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	switch {
+	case dsn == "":
+		return nil, errors.New("no database given: pass --db with a SQLite path, a file: URI or a postgres:// URL")
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return openPostgres(ctx, dsn, opts)
+	case strings.HasPrefix(dsn, "file:"), !strings.Contains(dsn, "://"):
+		return openSQLite(ctx, dsn, opts)
+	default:
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return nil, fmt.Errorf("unsupported database %q: use a SQLite path, a file: URI or a postgres:// URL", scheme+"://")
+	}
+}
+
+func openPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the PostgreSQL URL: %w", redactPG(err))
+	}
+	if cfg.MaxConns < int32(opts.MaxReaders)+2 {
+		cfg.MaxConns = int32(opts.MaxReaders) + 2
+	}
+	where := fmt.Sprintf("PostgreSQL database %q on %s:%d", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", where, redactPG(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot reach %s: %w", where, redactPG(err))
+	}
+	return &DB{dialect: Postgres, pool: pool, where: where}, nil
+}
+
+// redactPG drops the connection string a pgx error may quote.
+func redactPG(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		if inner := errors.Unwrap(pe); inner != nil {
+			return errors.New("the URL is malformed: " + inner.Error())
+		}
+		return errors.New("the URL is malformed")
+	}
+	return err
+}
+
+// sqliteDSNs returns the DSNs of the writer and of the reader connections.
+// A plain path becomes a file: URI so that SQLite itself honours mode=ro
+// (on a plain path the driver drops SQLite's URI parameters).
+func sqliteDSNs(dsn string, opts Options) (path, writer, reader string, err error) {
+	raw := dsn
+	if !strings.HasPrefix(raw, "file:") {
+		abs, err := filepath.Abs(raw)
+		if err != nil {
+			return "", "", "", fmt.Errorf("resolving SQLite path: %w", err)
+		}
+		raw = "file:" + (&url.URL{Path: abs}).EscapedPath()
+	}
+	base, query, _ := strings.Cut(strings.TrimPrefix(raw, "file:"), "?")
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", "", fmt.Errorf("parsing SQLite URI parameters: %w", err)
+	}
+	path, err = url.PathUnescape(base)
+	if err != nil {
+		return "", "", "", fmt.Errorf("parsing SQLite URI path: %w", err)
+	}
+	params.Del("mode")
+	common := func(extra url.Values) string {
+		p := url.Values{}
+		for k, v := range params {
+			p[k] = v
+		}
+		p.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
+		p.Add("_pragma", "foreign_keys(1)")
+		for k, v := range extra {
+			p[k] = append(p[k], v...)
+		}
+		return "file:" + base + "?" + p.Encode()
+	}
+	writer = common(url.Values{
+		"_pragma": {"journal_mode(WAL)", "synchronous(NORMAL)"},
+		"_txlock": {"immediate"},
+	})
+	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)"}})
+	return path, writer, reader, nil
+}
+
+func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	path, writerDSN, readerDSN, err := sqliteDSNs(dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("SQLite database %s", filepath.Base(path))
+	db := &DB{dialect: SQLite, where: where}
+	if !opts.ReadOnly {
+		if dir := filepath.Dir(path); dir != "" {
+			if _, err := os.Stat(dir); err != nil {
+				return nil, fmt.Errorf("opening %s: its folder does not exist", where)
+			}
+		}
+		db.writer, err = sql.Open("sqlite", writerDSN)
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", where, err)
+		}
+		db.writer.SetMaxOpenConns(1)
+		db.writer.SetConnMaxIdleTime(0)
+		// The first connection creates the file and switches it to WAL,
+		// which the read-only connections need.
+		if err := db.writer.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("opening %s: %w", where, err)
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("opening %s: the file does not exist", where)
+	}
+	db.reader, err = sql.Open("sqlite", readerDSN)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: %w", where, err)
+	}
+	db.reader.SetMaxOpenConns(opts.MaxReaders)
+	db.reader.SetMaxIdleConns(opts.MaxReaders)
+	if err := db.reader.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s for reading: %w", where, err)
+	}
+	return db, nil
+}
+
+// Dialect reports which database the store is.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// String names the database without credentials, for messages.
+func (db *DB) String() string { return db.where }
+
+// Close closes every connection.
+func (db *DB) Close() {
+	if db.pool != nil {
+		db.pool.Close()
+	}
+	if db.writer != nil {
+		db.writer.Close()
+	}
+	if db.reader != nil {
+		db.reader.Close()
+	}
+}
+
+// Pool returns the PostgreSQL pool, or nil on SQLite. For statistics in tests
+// and metrics.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// SQLReader returns SQLite's pool of read-only connections, or nil on
+// PostgreSQL. For statistics in tests and metrics.
+func (db *DB) SQLReader() *sql.DB { return db.reader }
+
+// BeginRead opens a read-only snapshot transaction: on PostgreSQL
+// REPEATABLE READ READ ONLY, on SQLite a deferred BEGIN on a read-only
+// connection (SQLite fixes the snapshot at the first read in it, not at
+// BEGIN). The caller must Rollback it on every path; ctx cancels the begin
+// and, on PostgreSQL, the statements.
+func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
+	switch db.dialect {
+	case Postgres:
+		tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return nil, db.persistence(err, "beginning a read")
+		}
+		return &pgTx{tx: tx}, nil
+	default:
+		tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return nil, db.persistence(err, "beginning a read")
+		}
+		return &sqlTx{tx: tx}, nil
+	}
+}
+
+// BeginWrite opens a read-write transaction (on SQLite BEGIN IMMEDIATE on the
+// one writer connection). The caller must Commit or Rollback it.
+func (db *DB) BeginWrite(ctx context.Context) (Tx, error) {
+	switch db.dialect {
+	case Postgres:
+		tx, err := db.pool.Begin(ctx)
+		if err != nil {
+			return nil, db.persistence(err, "beginning a write")
+		}
+		return &pgTx{tx: tx}, nil
+	default:
+		if db.writer == nil {
+			return nil, fmt.Errorf("%s was opened read-only", db.where)
+		}
+		tx, err := db.writer.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, db.persistence(err, "beginning a write")
+		}
+		return &sqlTx{tx: tx}, nil
+	}
+}
+
+// Write runs fn in one read-write transaction and commits it when fn returns
+// nil; otherwise, or on panic, it rolls back and nothing of fn remains.
+func (db *DB) Write(ctx context.Context, fn func(Tx) error) (err error) {
+	tx, err := db.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	var err error
+	if db.pool != nil {
+		err = db.pool.Ping(ctx)
+	} else {
+		err = db.reader.PingContext(ctx)
+	}
+	if err != nil {
+		return db.persistence(err, "reaching the store")
+	}
+	return nil
+}
+
+func (db *DB) persistence(err error, doing string) error {
+	return fault.Wrap(fault.PersistenceFailed, err, "%s in %s failed", doing, db.where)
+}
