@@ -13,6 +13,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -61,6 +62,7 @@ type DB struct {
 	// a pool of read-only connections.
 	writer *sql.DB
 	reader *sql.DB
+	path   string
 	// PostgreSQL.
 	pool *pgxpool.Pool
 	// where names the database for messages without revealing credentials.
@@ -170,7 +172,7 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	where := fmt.Sprintf("SQLite database %s", filepath.Base(path))
-	db := &DB{dialect: SQLite, where: where}
+	db := &DB{dialect: SQLite, where: where, path: path}
 	if !opts.ReadOnly {
 		if dir := filepath.Dir(path); dir != "" {
 			if _, err := os.Stat(dir); err != nil {
@@ -205,6 +207,10 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	return db, nil
 }
+
+// SQLitePath returns the path of the SQLite database file, or "" on
+// PostgreSQL.
+func (db *DB) SQLitePath() string { return db.path }
 
 // Dialect reports which database the store is.
 func (db *DB) Dialect() Dialect { return db.dialect }
@@ -317,4 +323,23 @@ func (db *DB) Ping(ctx context.Context) error {
 
 func (db *DB) persistence(err error, doing string) error {
 	return fault.Wrap(fault.PersistenceFailed, err, "%s in %s failed", doing, db.where)
+}
+
+// TextList returns a SELECT of one text column, id, holding the elements of
+// the list bound to placeholder n (see TextListArg): unnest of a text array
+// on PostgreSQL, json_each of a JSON array on SQLite, which has no arrays.
+func (d Dialect) TextList(n int) string {
+	if d == Postgres {
+		return fmt.Sprintf("SELECT unnest($%d::text[]) AS id", n)
+	}
+	return fmt.Sprintf("SELECT value AS id FROM json_each($%d)", n)
+}
+
+// TextListArg returns the argument that binds ids to a TextList placeholder.
+func (d Dialect) TextListArg(ids []string) any {
+	if d == Postgres {
+		return ids
+	}
+	b, _ := json.Marshal(ids) // []string always marshals
+	return string(b)
 }

@@ -1,0 +1,123 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+// elementResult returns snap, or reports err at the path of element i of
+// the list being resolved and returns nil: a broken element nulls only
+// itself, and the rest of the list stands.
+func elementResult(ctx context.Context, i int, snap snapshot.Snapshot, err error) snapshot.Snapshot {
+	if err == nil {
+		return snap
+	}
+	path := append(ast.Path{}, graphql.GetPath(ctx)...)
+	graphql.AddError(ctx, &gqlerror.Error{Path: append(path, ast.PathIndex(i)), Err: err, Message: err.Error()})
+	return nil
+}
+
+// batchErrors turns per-element errors into what a gqlgen batch resolver
+// returns.
+func batchErrors(errs []error) error {
+	return graphql.BatchErrorList(errs)
+}
+
+// spreadErrors places the per-key errors of err (from loadAll over a subset
+// of parents, at the indexes at) onto a list of n parents.
+func spreadErrors(err error, at []int, n int) error {
+	if err == nil {
+		return nil
+	}
+	var list graphql.BatchErrorList
+	if !errors.As(err, &list) {
+		out := make([]error, n)
+		for _, i := range at {
+			out[i] = err
+		}
+		return batchErrors(out)
+	}
+	out := make([]error, n)
+	for k, i := range at {
+		out[i] = list[k]
+	}
+	return batchErrors(out)
+}
+
+// gqlgen's own codes, which the API reports with its codes.
+const (
+	gqlgenComplexity = "COMPLEXITY_LIMIT_EXCEEDED"
+)
+
+// presenter is the one place errors become what a client sees: every error
+// gets an extensions.code of the API, and a message free of SQL, paths and
+// secrets. Causes are logged, never shown.
+func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		ge := graphql.DefaultErrorPresenter(ctx, err)
+		if ge.Extensions == nil {
+			ge.Extensions = map[string]any{}
+		}
+		var fe *fault.Error
+		var gq *gqlerror.Error
+		switch {
+		case errors.As(err, &fe):
+			inner := err
+			if errors.As(err, &gq) && gq.Err != nil {
+				inner = gq.Err // an element error: its path is in ge already
+			}
+			code := fault.CodeOf(inner)
+			ge.Message = fault.MessageOf(inner)
+			ge.Extensions["code"] = string(code)
+			if fe.RunID != "" {
+				ge.Extensions["runId"] = fe.RunID
+			}
+			if fe.Err != nil {
+				log.LogAttrs(ctx, slog.LevelWarn, "operation error", slog.String("code", string(code)),
+					slog.String("message", ge.Message), slog.String("cause", fe.Err.Error()))
+			}
+			if code == fault.Internal {
+				ge.Message = "internal error"
+			}
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			ge.Message = fault.MessageOf(err)
+			ge.Extensions["code"] = string(fault.Timeout)
+		case errors.As(err, &gq):
+			// gqlgen's own: parse and validation errors, arguments and
+			// scalars that do not fit, limits. Their messages are about the
+			// request, safe to show.
+			switch code, _ := gq.Extensions["code"].(string); code {
+			case gqlgenComplexity, string(fault.ComplexityLimit):
+				ge.Extensions["code"] = string(fault.ComplexityLimit)
+			default:
+				if code != "" && code != errcode.ValidationFailed && code != errcode.ParseFailed {
+					ge.Extensions["reason"] = code
+				}
+				ge.Extensions["code"] = string(fault.BadUserInput)
+			}
+		default:
+			log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", err.Error()))
+			ge.Message = "internal error"
+			ge.Extensions["code"] = string(fault.Internal)
+		}
+		return ge
+	}
+}
+
+// recoverer turns a panic in a resolver into an internal error for that
+// field, logged with its value.
+func recoverer(log *slog.Logger) graphql.RecoverFunc {
+	return func(ctx context.Context, p any) error {
+		log.LogAttrs(ctx, slog.LevelError, "resolver panic", slog.Any("panic", p))
+		return fault.Errorf(fault.Internal, "internal error")
+	}
+}

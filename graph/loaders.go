@@ -1,0 +1,129 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/vikstrous/dataloadgen"
+
+	"github.com/flowsnap/flowsnap/cursor"
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+// loaders batch the reads of one operation so that the number of statements
+// grows with the depth of the query, not with the number of runs in it.
+// gqlgen's batch resolvers hand a resolver every sibling of one list; the
+// loaders go further and merge the siblings of different lists at the same
+// depth (the rounds of every child of every page), which the batch
+// resolvers alone would read once per list. They live for one operation and
+// read in its snapshot, so caching is safe.
+type loaders struct {
+	runs     *dataloadgen.Loader[string, snapshot.Snapshot]
+	children *dataloadgen.Loader[pageKey, *snapshot.Page]
+	rounds   *dataloadgen.Loader[pageKey, *snapshot.Page]
+}
+
+// pageKey identifies one page request; comparable, unlike PageRequest.
+type pageKey struct {
+	anchor, lineage string
+	first           int // 0 means the default
+	after           string
+	hasAfter        bool
+}
+
+func (k pageKey) request() snapshot.PageRequest {
+	req := snapshot.PageRequest{Anchor: k.anchor, Lineage: k.lineage}
+	if k.first != 0 {
+		first := k.first
+		req.First = &first
+	}
+	if k.hasAfter {
+		after := k.after
+		req.After = &after
+	}
+	return req
+}
+
+func newPageKey(anchor, lineage string, first *int, after *string) pageKey {
+	k := pageKey{anchor: anchor, lineage: lineage}
+	if first != nil {
+		k.first = *first
+		if k.first == 0 {
+			k.first = -1 // keep an explicit 0 distinct from the default, so it is refused
+		}
+	}
+	if after != nil {
+		k.after, k.hasAfter = *after, true
+	}
+	return k
+}
+
+func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
+	opts := []dataloadgen.Option{dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(snapshot.MaxBatch)}
+	pages := func(kind cursor.Kind) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
+		return func(ctx context.Context, keys []pageKey) ([]*snapshot.Page, []error) {
+			reqs := make([]snapshot.PageRequest, len(keys))
+			for i, k := range keys {
+				reqs[i] = k.request()
+			}
+			res, err := reader.Pages(ctx, kind, reqs)
+			out, errs := make([]*snapshot.Page, len(keys)), make([]error, len(keys))
+			for i := range keys {
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				out[i], errs[i] = res[i].Page, res[i].Err
+			}
+			return out, errs
+		}
+	}
+	return &loaders{
+		runs: dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
+			res, err := reader.Runs(ctx, ids)
+			out, errs := make([]snapshot.Snapshot, len(ids)), make([]error, len(ids))
+			for i := range ids {
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				out[i], errs[i] = res[i].Snapshot, res[i].Err
+			}
+			return out, errs
+		}, opts...),
+		children: dataloadgen.NewLoader(pages(cursor.Children), opts...),
+		rounds:   dataloadgen.NewLoader(pages(cursor.Rounds), opts...),
+	}
+}
+
+type loadersKey struct{}
+
+func loadersFrom(ctx context.Context) *loaders {
+	l, _ := ctx.Value(loadersKey{}).(*loaders)
+	return l
+}
+
+// loadAll loads keys with one batch and returns the values with per-key
+// errors, as gqlgen's batch resolvers want them.
+func loadAll[K comparable, V any](ctx context.Context, l *dataloadgen.Loader[K, V], keys []K) ([]V, error) {
+	thunks := make([]func() (V, error), len(keys))
+	for i, k := range keys {
+		thunks[i] = l.LoadThunk(ctx, k)
+	}
+	out := make([]V, len(keys))
+	var errs []error
+	for i, thunk := range thunks {
+		v, err := thunk()
+		out[i] = v
+		if err != nil {
+			if errs == nil {
+				errs = make([]error, len(keys))
+			}
+			errs[i] = err
+		}
+	}
+	if errs != nil {
+		return out, batchErrors(errs)
+	}
+	return out, nil
+}

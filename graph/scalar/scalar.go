@@ -1,0 +1,114 @@
+// Package scalar implements the custom GraphQL scalars of the API:
+// DateTime (RFC 3339, UTC, millisecond precision), SafeInt (an integer in
+// 0..2^53−1 served as a JSON number) and JSON (any JSON value, passed through
+// unchanged). Input that does not fit is refused with a message the graph
+// package reports as BAD_USER_INPUT.
+package scalar
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+const dateTimeLayout = "2006-01-02T15:04:05.000Z"
+
+// MarshalDateTime writes ms as "2026-11-30T03:06:42.123Z".
+func MarshalDateTime(ms snapshot.Millis) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		_, _ = io.WriteString(w, strconv.Quote(time.UnixMilli(int64(ms)).UTC().Format(dateTimeLayout)))
+	})
+}
+
+// UnmarshalDateTime reads an RFC 3339 time with at most millisecond
+// precision, in 1970..2^53−1 ms.
+func UnmarshalDateTime(v any) (snapshot.Millis, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("DateTime must be an RFC 3339 string, got %T", v)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("DateTime %s is not RFC 3339 (e.g. 2026-11-30T03:06:42.123Z)", snapshot.Quote(s))
+	}
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		return 0, fmt.Errorf("DateTime %s is more precise than a millisecond", snapshot.Quote(s))
+	}
+	ms := t.UnixMilli()
+	if ms < 0 || ms > snapshot.MaxSafe {
+		return 0, fmt.Errorf("DateTime %s is outside 1970-01-01 .. 2^53-1 ms", snapshot.Quote(s))
+	}
+	return snapshot.Millis(ms), nil
+}
+
+// MarshalSafeInt writes n as a JSON number.
+func MarshalSafeInt(n int64) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		_, _ = io.WriteString(w, strconv.FormatInt(n, 10))
+	})
+}
+
+// UnmarshalSafeInt reads an integer in 0..2^53−1, given as a number or as a
+// string of digits.
+func UnmarshalSafeInt(v any) (int64, error) {
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case int:
+		n = int64(x)
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %s", snapshot.Quote(x.String()))
+		}
+		n = i
+	case float64:
+		if x != math.Trunc(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %v", x)
+		}
+		if math.Abs(x) > snapshot.MaxSafe {
+			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %v", x)
+		}
+		n = int64(x)
+	case string:
+		i, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %s", snapshot.Quote(x))
+		}
+		n = i
+	default:
+		return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %T", v)
+	}
+	if n < 0 || n > snapshot.MaxSafe {
+		return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %d", n)
+	}
+	return n, nil
+}
+
+// MarshalJSON writes raw unchanged; nil is JSON null.
+func MarshalJSON(raw json.RawMessage) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		if raw == nil {
+			_, _ = io.WriteString(w, "null")
+			return
+		}
+		_, _ = w.Write(raw)
+	})
+}
+
+// UnmarshalJSON accepts any JSON value.
+func UnmarshalJSON(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("JSON input is not representable as JSON")
+	}
+	return b, nil
+}

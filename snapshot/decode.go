@@ -1,0 +1,364 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/flowsnap/flowsnap/fault"
+)
+
+// runColumns are the columns of a run read, in the order rawRun.dest scans
+// them. The earliest spawn edge's parent is read beside the row so that the
+// effective parent can be checked (invariant 3) without another statement.
+const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
+	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
+	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,
+	r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
+	r.state_json, r.parent_run_id, r.execution_parent_id, r.lineage_id, r.round_ordinal,
+	r.cancel_requested_at_ms, r.cancel_acknowledgement_json,
+	r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token, r.waiting_request,
+	(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1)`
+
+func (q *querier) selectRuns() string {
+	return `WITH q(id) AS (` + q.dialect().TextList(1) + `)
+SELECT ` + runColumns + `
+FROM q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id
+LEFT JOIN flows_runs r ON r.run_id = q.id`
+}
+
+// rawRun holds a run's columns as the driver returned them. Every column is
+// scanned as a plain value and converted here, so that a row holding a value
+// of the wrong type (possible in SQLite, whose columns are not typed) fails
+// its own element with DECODE_FAILED instead of failing the whole read.
+type rawRun struct {
+	id                                                       string
+	revision, deleted, runID, status                         any
+	createdAt, startedAt, finishedAt                         any
+	ownerHost, ownerPid, ownerNonce, heartbeat               any
+	claimHost, claimPid, claimNonce, claimedAt               any
+	state, parentRunID, executionParentID, lineage, ordinal  any
+	cancelRequested, cancelAck                               any
+	waitingReason, waitingWake, waitingToken, waitingRequest any
+	edgeParent                                               any
+}
+
+func (w *rawRun) dest() []any {
+	return []any{&w.id, &w.revision, &w.deleted, &w.runID, &w.status,
+		&w.createdAt, &w.startedAt, &w.finishedAt,
+		&w.ownerHost, &w.ownerPid, &w.ownerNonce, &w.heartbeat,
+		&w.claimHost, &w.claimPid, &w.claimNonce, &w.claimedAt,
+		&w.state, &w.parentRunID, &w.executionParentID, &w.lineage, &w.ordinal,
+		&w.cancelRequested, &w.cancelAck,
+		&w.waitingReason, &w.waitingWake, &w.waitingToken, &w.waitingRequest,
+		&w.edgeParent}
+}
+
+// decodeError collects the first problem of a row's decoding.
+type decodeError struct{ msg string }
+
+func (d *decodeError) fail(format string, args ...any) {
+	if d.msg == "" {
+		d.msg = fmt.Sprintf(format, args...)
+	}
+}
+
+// natural converts a non-null column to an integer in 0..2^53−1.
+func (d *decodeError) natural(col string, v any) int64 {
+	n, ok := toInt(v)
+	if !ok || n < 0 || n > MaxSafe {
+		d.fail("column %s is not an integer in 0..2^53-1", col)
+		return 0
+	}
+	return n
+}
+
+func (d *decodeError) optNatural(col string, v any) *int64 {
+	if v == nil {
+		return nil
+	}
+	n := d.natural(col, v)
+	return &n
+}
+
+func (d *decodeError) optMillis(col string, v any) *Millis {
+	if v == nil {
+		return nil
+	}
+	m := Millis(d.natural(col, v))
+	return &m
+}
+
+func (d *decodeError) text(col string, v any) string {
+	s, ok := toText(v)
+	if !ok {
+		d.fail("column %s is not text", col)
+	}
+	return s
+}
+
+func (d *decodeError) optText(col string, v any) *string {
+	if v == nil {
+		return nil
+	}
+	s := d.text(col, v)
+	return &s
+}
+
+func (d *decodeError) ident(col string, v any) string {
+	s := d.text(col, v)
+	if CheckID(s) != nil {
+		d.fail("column %s is not a valid identifier", col)
+	}
+	return s
+}
+
+func (d *decodeError) optIdent(col string, v any) *string {
+	if v == nil {
+		return nil
+	}
+	s := d.ident(col, v)
+	return &s
+}
+
+// json returns the column's text when it is one valid JSON value.
+func (d *decodeError) json(col string, v any) json.RawMessage {
+	s := d.text(col, v)
+	if !json.Valid([]byte(s)) {
+		d.fail("column %s is not valid JSON", col)
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func toInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int32:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	case float64:
+		if n == math.Trunc(n) && math.Abs(n) <= MaxSafe {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
+
+func toText(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case []byte:
+		return string(s), true
+	}
+	return "", false
+}
+
+// decode turns a scanned row into a Snapshot, checking the invariants of
+// SPEC §2.2 against pos. A row that breaks one yields a DECODE_FAILED error
+// naming the run and nothing of the row.
+func (w *rawRun) decode(pos Position) (Snapshot, error) {
+	var d decodeError
+	if w.runID == nil {
+		if w.revision == nil {
+			return &Missing{ID: w.id}, nil
+		}
+		rev := d.natural("flows_run_changes.revision", w.revision)
+		deleted := d.natural("flows_run_changes.deleted", w.deleted)
+		switch {
+		case d.msg != "":
+		case deleted != 1:
+			d.fail("its change row says it is live, but it has no row")
+		case rev < 1 || rev > pos.Revision:
+			d.fail("its tombstone revision %d is outside 1..%d", rev, pos.Revision)
+		default:
+			return &Missing{ID: w.id, Deleted: true, DeletedAtRevision: &rev}, nil
+		}
+		return nil, w.failed(d.msg)
+	}
+	run := w.decodeRun(&d, pos)
+	if d.msg != "" {
+		return nil, w.failed(d.msg)
+	}
+	return run, nil
+}
+
+func (w *rawRun) failed(msg string) error {
+	return &fault.Error{Code: fault.DecodeFailed, RunID: w.id,
+		Message: fmt.Sprintf("run %s cannot be decoded: %s", Quote(w.id), msg)}
+}
+
+func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
+	run := &Run{ID: w.id}
+	if w.revision == nil {
+		d.fail("it has no change row")
+	} else {
+		run.Revision = d.natural("flows_run_changes.revision", w.revision)
+		if d.natural("flows_run_changes.deleted", w.deleted) != 0 {
+			d.fail("its change row is a tombstone, but its row exists")
+		}
+		if run.Revision < 1 || run.Revision > pos.Revision {
+			d.fail("its revision %d is outside 1..%d", run.Revision, pos.Revision)
+		}
+	}
+	run.Status = Status(d.text("status", w.status))
+	if !run.Status.Valid() {
+		d.fail("status is not one of pending, running, suspended, completed, failed, cancelled")
+	}
+	run.CreatedAt = Millis(d.natural("created_at_ms", w.createdAt))
+	run.StartedAt = d.optMillis("started_at_ms", w.startedAt)
+	run.FinishedAt = d.optMillis("finished_at_ms", w.finishedAt)
+
+	// 1. owner fields all set iff running.
+	ownerSet := w.ownerHost != nil && w.ownerPid != nil && w.ownerNonce != nil && w.heartbeat != nil
+	ownerAny := w.ownerHost != nil || w.ownerPid != nil || w.ownerNonce != nil || w.heartbeat != nil
+	switch {
+	case run.Status == StatusRunning && !ownerSet:
+		d.fail("it is running but its owner fields are not all set")
+	case run.Status != StatusRunning && ownerAny:
+		d.fail("it is %s but has owner fields set", run.Status)
+	case ownerSet:
+		run.Owner = &Owner{
+			HostID: d.ident("owner_host_id", w.ownerHost),
+			Pid:    d.natural("owner_pid", w.ownerPid),
+			Nonce:  d.ident("owner_nonce", w.ownerNonce),
+		}
+		run.HeartbeatAt = d.optMillis("heartbeat_at_ms", w.heartbeat)
+	}
+
+	claimSet := w.claimHost != nil && w.claimPid != nil && w.claimNonce != nil && w.claimedAt != nil
+	claimAny := w.claimHost != nil || w.claimPid != nil || w.claimNonce != nil || w.claimedAt != nil
+	if claimAny && !claimSet {
+		d.fail("its claim fields are only partly set")
+	} else if claimSet {
+		run.Claim = &Claim{
+			Owner: Owner{
+				HostID: d.ident("claim_host_id", w.claimHost),
+				Pid:    d.natural("claim_pid", w.claimPid),
+				Nonce:  d.ident("claim_nonce", w.claimNonce),
+			},
+			ClaimedAt: Millis(d.natural("claimed_at_ms", w.claimedAt)),
+		}
+	}
+
+	run.State = d.json("state_json", w.state)
+	run.FlowName = flowName(d, run.State)
+
+	// 3. the effective parent.
+	run.ParentRunID = d.optIdent("parent_run_id", w.parentRunID)
+	run.ExecutionParentID = d.optIdent("execution_parent_id", w.executionParentID)
+	want := run.ParentRunID
+	if want == nil {
+		want = d.optIdent("flows_run_parents.parent_id", w.edgeParent)
+	}
+	switch {
+	case (want == nil) != (run.ExecutionParentID == nil),
+		want != nil && *want != *run.ExecutionParentID:
+		d.fail("execution_parent_id does not match its parent_run_id or earliest spawn edge")
+	case want != nil && *want == run.ID:
+		d.fail("it is its own parent")
+	}
+
+	// 4. lineage.
+	switch {
+	case (w.lineage == nil) != (w.ordinal == nil):
+		d.fail("lineage_id and round_ordinal must be both null or both set")
+	case w.lineage == nil:
+		run.LineageID = run.ID
+	default:
+		run.LineageID = d.ident("lineage_id", w.lineage)
+		run.RoundOrdinal = d.natural("round_ordinal", w.ordinal)
+	}
+
+	// 6. cancellation.
+	run.Cancellation.RequestedAt = d.optMillis("cancel_requested_at_ms", w.cancelRequested)
+	if w.cancelAck != nil {
+		if run.Cancellation.RequestedAt == nil {
+			d.fail("it has a cancellation acknowledgement without a request")
+		}
+		run.Cancellation.Acknowledgement = cancelAck(d, d.json("cancel_acknowledgement_json", w.cancelAck))
+	}
+
+	// 5. waiting.
+	if w.waitingReason == nil {
+		if w.waitingWake != nil || w.waitingToken != nil || w.waitingRequest != nil {
+			d.fail("it has waiting details without a waiting reason")
+		}
+	} else {
+		reason := d.text("waiting_reason", w.waitingReason)
+		wt := &Waiting{Kind: KindOf(reason), Reason: reason, WakeAt: d.optMillis("waiting_wake_at_ms", w.waitingWake)}
+		if w.waitingToken != nil {
+			sum := sha256.Sum256([]byte(d.text("waiting_token", w.waitingToken)))
+			digest := hex.EncodeToString(sum[:])
+			wt.TokenDigest = &digest
+		}
+		if w.waitingRequest != nil {
+			wt.Request = d.json("waiting_request", w.waitingRequest)
+		}
+		run.Waiting = wt
+	}
+	return run
+}
+
+// flowName returns the state's flowName, which must be a non-empty string
+// in a JSON object.
+func flowName(d *decodeError, state json.RawMessage) string {
+	if state == nil {
+		return ""
+	}
+	if t := bytes.TrimLeft(state, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		d.fail("state_json is not a JSON object")
+		return ""
+	}
+	var s struct {
+		FlowName *json.RawMessage `json:"flowName"`
+	}
+	if err := json.Unmarshal(state, &s); err != nil || s.FlowName == nil {
+		d.fail("state_json has no flowName")
+		return ""
+	}
+	var name string
+	if err := json.Unmarshal(*s.FlowName, &name); err != nil || strings.TrimSpace(name) == "" {
+		d.fail("state_json's flowName is not a non-empty string")
+	}
+	return name
+}
+
+func cancelAck(d *decodeError, raw json.RawMessage) *CancelAcknowledgement {
+	if raw == nil {
+		return nil
+	}
+	var a struct {
+		ObservedAtMs *json.Number `json:"observedAtMs"`
+		Owner        *struct {
+			HostID *string      `json:"hostId"`
+			Pid    *json.Number `json:"pid"`
+			Nonce  *string      `json:"nonce"`
+		} `json:"owner"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&a); err != nil || a.ObservedAtMs == nil || a.Owner == nil ||
+		a.Owner.HostID == nil || a.Owner.Pid == nil || a.Owner.Nonce == nil {
+		d.fail("cancel_acknowledgement_json is not {observedAtMs, owner: {hostId, pid, nonce}}")
+		return nil
+	}
+	observed, err1 := a.ObservedAtMs.Int64()
+	pid, err2 := a.Owner.Pid.Int64()
+	if err1 != nil || err2 != nil || observed < 0 || observed > MaxSafe || pid < 0 || pid > MaxSafe ||
+		CheckID(*a.Owner.HostID) != nil || CheckID(*a.Owner.Nonce) != nil {
+		d.fail("cancel_acknowledgement_json has a malformed field")
+		return nil
+	}
+	return &CancelAcknowledgement{ObservedAt: Millis(observed), Owner: Owner{HostID: *a.Owner.HostID, Pid: pid, Nonce: *a.Owner.Nonce}}
+}

@@ -1,0 +1,227 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/flowsnap/flowsnap/cursor"
+	"github.com/flowsnap/flowsnap/fault"
+)
+
+// Page sizes of related pages (SPEC §2.3).
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 200
+)
+
+// PageRequest asks for one page of a run's children or rounds.
+type PageRequest struct {
+	// Anchor is the run whose children or rounds are listed; cursors are
+	// bound to it.
+	Anchor string
+	// Lineage is the lineage whose rounds are listed (the anchor's
+	// lineageId); unused for children.
+	Lineage string
+	// First is the page size; nil means DefaultPageSize.
+	First *int
+	// After is the cursor of the edge to continue after; nil means the start.
+	After *string
+}
+
+// Page is one page of a related list, read at the read's position.
+type Page struct {
+	Anchor   string
+	Edges    []Edge
+	PageInfo PageInfo
+}
+
+// PageInfo says whether a page has a successor and where it ends.
+type PageInfo struct {
+	HasNextPage bool
+	// EndCursor is the cursor of the page's last edge; nil for an empty page.
+	EndCursor *string
+}
+
+// Edge is one item of a page: the run, and where it stands in the list.
+type Edge struct {
+	Cursor  string
+	Ordinal int64
+	RunID   string
+	Node    Result
+}
+
+// PageResult is one page of a batch of page reads, or the error that
+// request alone failed with (a bad page size or cursor).
+type PageResult struct {
+	Page *Page
+	Err  error
+}
+
+// Children reads one page of a run's children, ordered by (seq, child id).
+func (r *Reader) Children(ctx context.Context, req PageRequest) (*Page, error) {
+	return r.page(ctx, cursor.Children, req)
+}
+
+// Rounds reads one page of the rounds of a lineage, ordered by (round
+// ordinal, run id).
+func (r *Reader) Rounds(ctx context.Context, req PageRequest) (*Page, error) {
+	return r.page(ctx, cursor.Rounds, req)
+}
+
+func (r *Reader) page(ctx context.Context, kind cursor.Kind, req PageRequest) (*Page, error) {
+	res, err := r.Pages(ctx, kind, []PageRequest{req})
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Page, res[0].Err
+}
+
+// Pages reads a batch of pages of one kind (cursor.Children or
+// cursor.Rounds) in two statements whatever the batch's size: one for the
+// edges of every page, one for their runs. Results are in request order.
+func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
+	if kind != cursor.Children && kind != cursor.Rounds {
+		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
+	}
+	var out []PageResult
+	err := r.with(ctx, func(q *querier) error {
+		var err error
+		out, err = q.pages(kind, reqs)
+		return err
+	})
+	return out, err
+}
+
+// pageSize checks a requested page size.
+func pageSize(first *int) (int, error) {
+	if first == nil {
+		return DefaultPageSize, nil
+	}
+	if *first < 1 || *first > MaxPageSize {
+		return 0, fault.Errorf(fault.BadUserInput, "first must be between 1 and %d, got %d", MaxPageSize, *first)
+	}
+	return *first, nil
+}
+
+// keysetQuery is one page's slice of the edges statement: the rows after
+// (ordinal, last) in list order, one more than the page size so that
+// hasNextPage needs no second look. The row-value comparison and ORDER BY
+// follow the index exactly, so a page costs the same at any depth.
+var keysetQuery = map[cursor.Kind]string{
+	cursor.Children: `SELECT seq AS ord, child_id AS id FROM flows_run_parents
+	WHERE parent_id = $%[1]d AND (seq, child_id) > ($%[2]d, $%[3]d)
+	ORDER BY seq, child_id LIMIT $%[4]d`,
+	cursor.Rounds: `SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
+	WHERE COALESCE(lineage_id, run_id) = $%[1]d AND (COALESCE(round_ordinal, 0), run_id) > ($%[2]d, $%[3]d)
+	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`,
+}
+
+type pageWant struct {
+	req   int // index in the request batch
+	key   string
+	after cursor.Cursor
+	size  int
+}
+
+func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
+	out := make([]PageResult, len(reqs))
+	var wants []pageWant
+	for i, req := range reqs {
+		size, err := pageSize(req.First)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		if err := CheckID(req.Anchor); err != nil {
+			out[i].Err = err
+			continue
+		}
+		w := pageWant{req: i, key: req.Anchor, size: size, after: cursor.Cursor{Ordinal: -1}}
+		if kind == cursor.Rounds {
+			w.key = req.Lineage
+		}
+		if req.After != nil {
+			c, err := cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, kind)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			w.after = c
+		}
+		out[i].Page = &Page{Anchor: req.Anchor}
+		wants = append(wants, w)
+	}
+	if len(wants) == 0 {
+		return out, nil
+	}
+
+	// One statement for the edges of every page.
+	var sql strings.Builder
+	args := make([]any, 0, 4*len(wants))
+	for i, w := range wants {
+		if i > 0 {
+			sql.WriteString("\nUNION ALL\n")
+		}
+		n := len(args)
+		fmt.Fprintf(&sql, "SELECT %d AS w, p%d.ord, p%d.id FROM (", i, i, i)
+		fmt.Fprintf(&sql, keysetQuery[kind], n+1, n+2, n+3, n+4)
+		fmt.Fprintf(&sql, ") AS p%d", i)
+		args = append(args, w.key, w.after.Ordinal, w.after.Last, w.size+1)
+	}
+	// UNION ALL keeps no order of its own; sorting at most 200 pages of 201
+	// rows is cheap.
+	sql.WriteString("\nORDER BY 1, 2, 3")
+	rows, err := q.query(sql.String(), args...)
+	if err != nil {
+		return nil, persistence(err, "reading "+string(kind))
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var wi, ord int64
+		var id string
+		if err := rows.Scan(&wi, &ord, &id); err != nil {
+			return nil, persistence(err, "reading "+string(kind))
+		}
+		if wi < 0 || int(wi) >= len(wants) {
+			return nil, fault.Errorf(fault.PersistenceFailed, "the store answered a page nobody asked for")
+		}
+		w := wants[wi]
+		page := out[w.req].Page
+		if len(page.Edges) == w.size {
+			page.PageInfo.HasNextPage = true
+			continue
+		}
+		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: kind, Ordinal: ord, Last: id})
+		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: id})
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, persistence(err, "reading "+string(kind))
+	}
+	rows.Close()
+
+	// One statement for the runs of every page.
+	if len(ids) > 0 {
+		nodes, err := q.runs(ids)
+		if err != nil {
+			return nil, err
+		}
+		k := 0
+		for _, w := range wants {
+			page := out[w.req].Page
+			for e := range page.Edges {
+				page.Edges[e].Node = nodes[k]
+				k++
+			}
+		}
+	}
+	for _, w := range wants {
+		page := out[w.req].Page
+		if n := len(page.Edges); n > 0 {
+			page.PageInfo.EndCursor = &page.Edges[n-1].Cursor
+		}
+	}
+	return out, nil
+}

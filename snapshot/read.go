@@ -1,0 +1,208 @@
+package snapshot
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// Reader reads snapshots of one engine store. It is safe for concurrent use.
+type Reader struct {
+	db   *store.DB
+	gate *walGate
+	// OnRead, when set, is called after each read transaction ends with how
+	// long it was open; for metrics.
+	OnRead func(open time.Duration, err error)
+}
+
+// NewReader returns a Reader of db. On SQLite it also guards the engine's
+// WAL against checkpoint starvation (see walGate).
+func NewReader(db *store.DB) *Reader {
+	r := &Reader{db: db}
+	if db.Dialect() == store.SQLite {
+		r.gate = newWALGate(db)
+	}
+	return r
+}
+
+// DB returns the store the reader reads.
+func (r *Reader) DB() *store.DB { return r.db }
+
+type readKey struct{}
+
+// Read is one read transaction shared by every read made with the context
+// Begin returned. It is safe for concurrent use: statements are serialized,
+// since one connection runs one statement at a time.
+type Read struct {
+	r   *Reader
+	ctx context.Context
+
+	mu         sync.Mutex
+	tx         store.Tx
+	opened     time.Time
+	release    func()
+	pos        Position
+	err        error
+	ended      bool
+	statements int
+}
+
+// Begin returns a context whose reads all happen in one transaction, and
+// that transaction. Nothing is opened until the first read; the caller must
+// call End when the operation is complete, on every path. ctx bounds the
+// whole transaction.
+func (r *Reader) Begin(ctx context.Context) (context.Context, *Read) {
+	rd := &Read{r: r, ctx: ctx}
+	return context.WithValue(ctx, readKey{}, rd), rd
+}
+
+// End rolls the transaction back and releases its connection. It is safe to
+// call more than once and when nothing was read.
+func (rd *Read) End() {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.ended {
+		return
+	}
+	rd.ended = true
+	if rd.tx == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rd.ctx), 5*time.Second)
+	defer cancel()
+	err := rd.tx.Rollback(ctx)
+	rd.tx = nil
+	if rd.release != nil {
+		rd.release()
+	}
+	if rd.r.OnRead != nil {
+		rd.r.OnRead(time.Since(rd.opened), err)
+	}
+}
+
+// Position returns the position the transaction reads at, and false when
+// nothing was read (or the position could not be read).
+func (rd *Read) Position() (Position, bool) {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.pos, rd.opened != (time.Time{}) && rd.err == nil
+}
+
+// Statements returns how many statements the transaction has run, the
+// position read included.
+func (rd *Read) Statements() int {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.statements
+}
+
+const selectPosition = `SELECT source, revision FROM flows_run_source WHERE singleton = 1`
+
+// do runs fn with the open transaction, opening it (and reading the
+// position) first if this is the first read. Calls are serialized.
+func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.ended {
+		return fault.Errorf(fault.Timeout, "the operation's read has already ended")
+	}
+	if rd.err != nil {
+		return rd.err
+	}
+	if rd.tx == nil {
+		if err := rd.open(); err != nil {
+			rd.err = err
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fault.Wrap(fault.Timeout, err, "the operation was cancelled or ran out of time")
+	}
+	return fn(&querier{rd: rd, ctx: ctx})
+}
+
+func (rd *Read) open() error {
+	if rd.r.gate != nil {
+		release, err := rd.r.gate.enter(rd.ctx)
+		if err != nil {
+			return fault.Wrap(fault.Timeout, err, "waiting to read the store")
+		}
+		rd.release = release
+	}
+	tx, err := rd.r.db.BeginRead(rd.ctx)
+	if err != nil {
+		if rd.release != nil {
+			rd.release()
+			rd.release = nil
+		}
+		return err
+	}
+	rd.tx, rd.opened = tx, time.Now()
+	rd.statements++
+	var src string
+	var rev int64
+	if err := tx.QueryRow(rd.ctx, selectPosition).Scan(&src, &rev); err != nil {
+		if err == store.ErrNoRows {
+			return fault.Errorf(fault.PersistenceFailed, "%s has no position row: it is not an engine store", rd.r.db)
+		}
+		return persistence(err, "reading the position")
+	}
+	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
+		return fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
+	}
+	rd.pos = Position{Source: src, Revision: rev}
+	return nil
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func persistence(err error, doing string) error {
+	return fault.Wrap(fault.PersistenceFailed, err, "%s failed", doing)
+}
+
+// querier runs statements in a Read's transaction, counting them.
+type querier struct {
+	rd  *Read
+	ctx context.Context
+}
+
+func (q *querier) pos() Position { return q.rd.pos }
+
+func (q *querier) query(sql string, args ...any) (store.Rows, error) {
+	q.rd.statements++
+	return q.rd.tx.Query(q.ctx, sql, args...)
+}
+
+func (q *querier) dialect() store.Dialect { return q.rd.r.db.Dialect() }
+
+// with runs fn in the read carried by ctx, or in a read of its own.
+func (r *Reader) with(ctx context.Context, fn func(q *querier) error) error {
+	if rd, ok := ctx.Value(readKey{}).(*Read); ok && rd.r == r {
+		return rd.do(ctx, fn)
+	}
+	ctx, rd := r.Begin(ctx)
+	defer rd.End()
+	return rd.do(ctx, fn)
+}
+
+// Position returns the position of the read carried by ctx (opening it if
+// needed).
+func (r *Reader) Position(ctx context.Context) (Position, error) {
+	var p Position
+	err := r.with(ctx, func(q *querier) error {
+		p = q.pos()
+		return nil
+	})
+	return p, err
+}

@@ -1,0 +1,133 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/flowsnap/flowsnap/fault"
+)
+
+// MaxBatch is the most run ids one batch read takes.
+const MaxBatch = 200
+
+// MaxIDLength is the most UTF-16 code units an identifier may have: what a
+// JavaScript client counts as its length.
+const MaxIDLength = 1024
+
+// Result is one element of a batch read: a Snapshot, or the error that
+// element alone failed with (BAD_USER_INPUT for a malformed id,
+// DECODE_FAILED for a broken row).
+type Result struct {
+	Snapshot Snapshot
+	Err      error
+}
+
+// CheckID returns a BAD_USER_INPUT error when id is not a valid identifier:
+// non-empty, valid UTF-8, no NUL, at most MaxIDLength UTF-16 code units.
+func CheckID(id string) error {
+	switch {
+	case id == "":
+		return fault.Errorf(fault.BadUserInput, "an id must not be empty")
+	case !utf8.ValidString(id):
+		return fault.Errorf(fault.BadUserInput, "an id must be valid Unicode")
+	}
+	units := 0
+	for _, c := range id {
+		if c == 0 {
+			return fault.Errorf(fault.BadUserInput, "an id must not contain NUL")
+		}
+		units += utf16.RuneLen(c)
+	}
+	if units > MaxIDLength {
+		return fault.Errorf(fault.BadUserInput, "an id must have at most %d characters, this one has %d", MaxIDLength, units)
+	}
+	return nil
+}
+
+// Quote returns id quoted for a message, cut short when long so that a
+// message stays readable whatever a client sent.
+func Quote(id string) string {
+	const max = 64
+	if len(id) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%q…", id[:cut])
+	}
+	return fmt.Sprintf("%q", id)
+}
+
+// Runs reads the snapshots of ids in the read carried by ctx: one Result per
+// id, in request order, duplicates answered in place. It fails as a whole
+// only for more than MaxBatch ids or when the store cannot be read; an
+// empty batch still reads the position.
+func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result, error) {
+	if len(ids) > MaxBatch {
+		return nil, fault.Errorf(fault.BadUserInput, "a batch takes at most %d ids, got %d", MaxBatch, len(ids))
+	}
+	var out []Result
+	err := r.with(ctx, func(q *querier) error {
+		var err error
+		out, err = q.runs(ids)
+		return err
+	})
+	return out, err
+}
+
+// Run reads the snapshot of one id. A malformed id or a broken row is
+// returned as the error.
+func (r *Reader) Run(ctx context.Context, id string) (Snapshot, error) {
+	res, err := r.Runs(ctx, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Snapshot, res[0].Err
+}
+
+// runs reads ids in one statement.
+func (q *querier) runs(ids []string) ([]Result, error) {
+	out := make([]Result, len(ids))
+	index := make(map[string][]int, len(ids))
+	distinct := make([]string, 0, len(ids))
+	for i, id := range ids {
+		if err := CheckID(id); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if _, seen := index[id]; !seen {
+			distinct = append(distinct, id)
+		}
+		index[id] = append(index[id], i)
+	}
+	if len(distinct) == 0 {
+		return out, nil
+	}
+	rows, err := q.query(q.selectRuns(), q.dialect().TextListArg(distinct))
+	if err != nil {
+		return nil, persistence(err, "reading runs")
+	}
+	defer rows.Close()
+	var raw rawRun
+	dest := raw.dest()
+	for rows.Next() {
+		raw = rawRun{}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, persistence(err, "reading runs")
+		}
+		snap, err := raw.decode(q.pos())
+		for _, i := range index[raw.id] {
+			out[i] = Result{Snapshot: snap, Err: err}
+		}
+		delete(index, raw.id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, persistence(err, "reading runs")
+	}
+	if len(index) != 0 {
+		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+	}
+	return out, nil
+}

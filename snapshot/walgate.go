@@ -1,0 +1,153 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// walGate keeps flowsnap's reads from starving the engine's WAL checkpoints
+// on SQLite. The engine's checkpoint can only reset the WAL (start writing
+// it from the beginning again) at a moment when no read transaction still
+// needs frames of it; with reads that always overlap, that moment never
+// comes and the WAL grows without bound. The gate watches the WAL file and,
+// when it is large and has not been reset since the last look, stops new
+// reads from starting until the open ones have ended and the engine has
+// reset the WAL (or a short while has passed), then lets reads resume.
+// Reads are short, so a drain costs new reads a few milliseconds, rarely.
+type walGate struct {
+	walPath string
+	// Threshold is the WAL size above which a WAL that is not being reset
+	// triggers a drain.
+	threshold int64
+	// interval is how often the WAL is looked at.
+	interval time.Duration
+	// hold is the longest a drain keeps new reads waiting once the open ones
+	// have ended.
+	hold time.Duration
+
+	mu        sync.Mutex
+	active    int
+	idle      chan struct{} // closed when active drops to 0 during a drain
+	draining  chan struct{} // non-nil while draining; closed when it ends
+	lastLook  time.Time
+	lastStamp [8]byte // checkpoint sequence and salt-1 of the WAL header
+	lastSize  int64
+	drains    int
+}
+
+func newWALGate(db *store.DB) *walGate {
+	return &walGate{
+		walPath:   db.SQLitePath() + "-wal",
+		threshold: 4 << 20,
+		interval:  500 * time.Millisecond,
+		hold:      250 * time.Millisecond,
+	}
+}
+
+// enter waits until a read may start and returns the function that marks it
+// ended.
+func (g *walGate) enter(ctx context.Context) (func(), error) {
+	for {
+		g.mu.Lock()
+		if g.draining == nil && time.Since(g.lastLook) >= g.interval {
+			g.look()
+		}
+		if g.draining == nil {
+			g.active++
+			g.mu.Unlock()
+			return g.leave, nil
+		}
+		wait := g.draining
+		g.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (g *walGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active--
+	if g.active == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// look reads the WAL's size and header and starts a drain when the WAL is
+// large and was not reset since the last look. g.mu is held.
+func (g *walGate) look() {
+	g.lastLook = time.Now()
+	stamp, size, ok := walStamp(g.walPath)
+	if !ok {
+		return
+	}
+	// Growing without a reset since the last look: reads are in the way.
+	stale := stamp == g.lastStamp && size > g.lastSize
+	g.lastStamp, g.lastSize = stamp, size
+	if size < g.threshold || !stale {
+		return
+	}
+	g.drains++
+	g.draining = make(chan struct{})
+	idle := make(chan struct{})
+	if g.active == 0 {
+		close(idle)
+	} else {
+		g.idle = idle
+	}
+	go g.drain(idle, stamp)
+}
+
+// drain waits for the open reads to end, then for the engine to reset the
+// WAL or for the hold to pass, and lets reads start again.
+func (g *walGate) drain(idle chan struct{}, stamp [8]byte) {
+	timeout := time.NewTimer(g.hold + 5*time.Second)
+	defer timeout.Stop()
+	select {
+	case <-idle:
+	case <-timeout.C: // a read that long is the caller's bug; do not block reads forever
+	}
+	deadline := time.Now().Add(g.hold)
+	for time.Now().Before(deadline) {
+		if s, _, ok := walStamp(g.walPath); ok && s != stamp {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.idle = nil
+	close(g.draining)
+	g.draining = nil
+	g.lastStamp, _, _ = walStamp(g.walPath)
+}
+
+// walStamp returns the WAL header's checkpoint sequence number and first
+// salt, which change whenever the WAL is reset, and the file's size.
+func walStamp(path string) (stamp [8]byte, size int64, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return stamp, 0, false
+	}
+	defer f.Close()
+	var hdr [32]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return stamp, 0, false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return stamp, 0, false
+	}
+	binary.BigEndian.PutUint32(stamp[:4], binary.BigEndian.Uint32(hdr[12:16]))
+	copy(stamp[4:], hdr[16:20])
+	return stamp, fi.Size(), true
+}
