@@ -18,6 +18,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/snapshot"
@@ -122,22 +123,32 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 
 // operation runs one operation in one read transaction with its own loaders
 // and deadline, and ends the transaction as soon as the response is made.
+// The deadline is put on the context that executes the fields, not on the
+// one gqlgen hands back to the transport: a response handler that finds its
+// context done answers nothing at all, where a client needs a TIMEOUT error.
 func operation(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)
 	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader, opts.BatchWait))
 	var once sync.Once
-	end := func(resp *graphql.Response) {
+	end := func(ctx context.Context, resp *graphql.Response) {
 		once.Do(func() {
 			rd.End()
-			cancel()
 			finish(ctx, rd, resp, start, opts)
 		})
 	}
 	rh := next(ctx)
 	return func(ctx context.Context) *graphql.Response {
-		resp := rh(ctx)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		resp := rh(dctx)
+		if resp == nil && dctx.Err() != nil {
+			resp = &graphql.Response{Errors: gqlerror.List{{
+				Message:    fmt.Sprintf("the operation did not finish within %s", opts.Timeout),
+				Extensions: map[string]any{"code": string(fault.Timeout)},
+			}}}
+		}
 		if resp != nil {
 			if pos, ok := rd.Position(); ok {
 				if resp.Extensions == nil {
@@ -146,7 +157,7 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 				resp.Extensions["position"] = pos
 			}
 		}
-		end(resp)
+		end(ctx, resp)
 		return resp
 	}
 }

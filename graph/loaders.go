@@ -58,8 +58,16 @@ func newPageKey(anchor, lineage string, first *int, after *string) pageKey {
 	return k
 }
 
+// Batch capacities. Runs are read with one statement however many; a batch
+// of pages is one UNION ALL per page, and SQLite allows at most 500 terms in
+// a compound SELECT. The complexity limit bounds both long before.
+const (
+	runsBatch  = 10_000
+	pagesBatch = 500
+)
+
 func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
-	opts := []dataloadgen.Option{dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(snapshot.MaxBatch)}
+	l := &loaders{}
 	pages := func(kind cursor.Kind) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
 		return func(ctx context.Context, keys []pageKey) ([]*snapshot.Page, []error) {
 			reqs := make([]snapshot.PageRequest, len(keys))
@@ -74,25 +82,38 @@ func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
 					continue
 				}
 				out[i], errs[i] = res[i].Page, res[i].Err
+				if out[i] != nil {
+					for _, e := range out[i].Edges {
+						l.prime(e.RunID, e.Node)
+					}
+				}
 			}
 			return out, errs
 		}
 	}
-	return &loaders{
-		runs: dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
-			res, err := reader.Runs(ctx, ids)
-			out, errs := make([]snapshot.Snapshot, len(ids)), make([]error, len(ids))
-			for i := range ids {
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				out[i], errs[i] = res[i].Snapshot, res[i].Err
+	l.runs = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
+		res, err := reader.Load(ctx, ids)
+		out, errs := make([]snapshot.Snapshot, len(ids)), make([]error, len(ids))
+		for i := range ids {
+			if err != nil {
+				errs[i] = err
+				continue
 			}
-			return out, errs
-		}, opts...),
-		children: dataloadgen.NewLoader(pages(cursor.Children), opts...),
-		rounds:   dataloadgen.NewLoader(pages(cursor.Rounds), opts...),
+			out[i], errs[i] = res[i].Snapshot, res[i].Err
+		}
+		return out, errs
+	}, dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(runsBatch))
+	l.children = dataloadgen.NewLoader(pages(cursor.Children), dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(pagesBatch))
+	l.rounds = dataloadgen.NewLoader(pages(cursor.Rounds), dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(pagesBatch))
+	return l
+}
+
+// prime caches a run read in the operation's snapshot, so that asking for
+// it again (the parent of each child of a page is the page's anchor) costs
+// no statement. Errors are not cached: they are reported where they occur.
+func (l *loaders) prime(id string, res snapshot.Result) {
+	if res.Err == nil && res.Snapshot != nil {
+		l.runs.Prime(id, res.Snapshot)
 	}
 }
 

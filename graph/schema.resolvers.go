@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -22,7 +23,11 @@ func (r *queryResolver) Position(ctx context.Context) (*snapshot.Position, error
 
 // Run is the resolver for the run field.
 func (r *queryResolver) Run(ctx context.Context, id string) (snapshot.Snapshot, error) {
-	return loadersFrom(ctx).runs.Load(ctx, id)
+	snap, err := loadersFrom(ctx).runs.Load(ctx, id)
+	if run, ok := snap.(*snapshot.Run); ok {
+		prefetch(ctx, graphql.GetFieldContext(ctx).Field.Selections, []*snapshot.Run{run})
+	}
+	return snap, err
 }
 
 // Runs is the resolver for the runs field.
@@ -32,13 +37,16 @@ func (r *queryResolver) Runs(ctx context.Context, ids []string) ([]snapshot.Snap
 		return nil, err
 	}
 	out := make([]snapshot.Snapshot, len(res))
+	l := loadersFrom(ctx)
 	for i, e := range res {
 		out[i] = elementResult(ctx, i, e.Snapshot, e.Err)
+		l.prime(ids[i], e)
 	}
+	prefetch(ctx, graphql.GetFieldContext(ctx).Field.Selections, onlyRuns(out))
 	return out, nil
 }
 
-// Parent is the resolver for the parent field.
+// Parent is the batch resolver for the parent field.
 func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Snapshot, error) {
 	var ids []string
 	var at []int
@@ -56,7 +64,7 @@ func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snaps
 	return out, spreadErrors(err, at, len(objs))
 }
 
-// Children is the resolver for the children field.
+// Children is the batch resolver for the children field.
 func (r *runResolver) Children(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
 	keys := make([]pageKey, len(objs))
 	for i, run := range objs {
@@ -65,7 +73,7 @@ func (r *runResolver) Children(ctx context.Context, objs []*snapshot.Run, first 
 	return loadAll(ctx, loadersFrom(ctx).children, keys)
 }
 
-// Rounds is the resolver for the rounds field.
+// Rounds is the batch resolver for the rounds field.
 func (r *runResolver) Rounds(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
 	keys := make([]pageKey, len(objs))
 	for i, run := range objs {

@@ -113,7 +113,7 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 		return rd.err
 	}
 	if rd.tx == nil {
-		if err := rd.open(); err != nil {
+		if err := rd.open(ctx); err != nil {
 			rd.err = err
 			return err
 		}
@@ -124,15 +124,17 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	return fn(&querier{rd: rd, ctx: ctx})
 }
 
-func (rd *Read) open() error {
+// open begins the transaction with the context of the first read, which
+// carries the operation's deadline, and reads the position.
+func (rd *Read) open(ctx context.Context) error {
 	if rd.r.gate != nil {
-		release, err := rd.r.gate.enter(rd.ctx)
+		release, err := rd.r.gate.enter(ctx)
 		if err != nil {
 			return fault.Wrap(fault.Timeout, err, "waiting to read the store")
 		}
 		rd.release = release
 	}
-	tx, err := rd.r.db.BeginRead(rd.ctx)
+	tx, err := rd.r.db.BeginRead(ctx)
 	if err != nil {
 		if rd.release != nil {
 			rd.release()
@@ -144,7 +146,7 @@ func (rd *Read) open() error {
 	rd.statements++
 	var src string
 	var rev int64
-	if err := tx.QueryRow(rd.ctx, selectPosition).Scan(&src, &rev); err != nil {
+	if err := tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
 		if err == store.ErrNoRows {
 			return fault.Errorf(fault.PersistenceFailed, "%s has no position row: it is not an engine store", rd.r.db)
 		}

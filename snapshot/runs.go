@@ -68,6 +68,13 @@ func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result, error) {
 	if len(ids) > MaxBatch {
 		return nil, fault.Errorf(fault.BadUserInput, "a batch takes at most %d ids, got %d", MaxBatch, len(ids))
 	}
+	return r.Load(ctx, ids)
+}
+
+// Load reads the snapshots of any number of ids, like Runs but without
+// the batch limit: for batching that flowsnap does itself (gathering the
+// parents of a whole page of runs), never for a list of ids a client sent.
+func (r *Reader) Load(ctx context.Context, ids []string) ([]Result, error) {
 	var out []Result
 	err := r.with(ctx, func(q *querier) error {
 		var err error

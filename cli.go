@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// env is a flag's environment twin, read through the getenv run was given
+// rather than the process environment, so tests can set it.
+type env struct {
+	getenv func(string) string
+	key    string
+}
+
+func (e env) Lookup() (string, bool) {
+	v := e.getenv(e.key)
+	return v, v != ""
+}
+func (e env) String() string   { return "environment variable " + e.key }
+func (e env) GoString() string { return "env{" + e.key + "}" }
+func (e env) IsFromEnv() bool  { return true }
+
+// newCommand builds the command line of SPEC §4. Every flag has an
+// environment twin named FLOWSNAP_ and the flag in upper case.
+func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+	twin := func(key string) cli.ValueSourceChain {
+		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
+	}
+	dbFlag := &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true}
+	addrFlag := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR")}
+	serveFlags := []cli.Flag{
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT")},
+		&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT")},
+		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH")},
+		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION")},
+		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
+	}
+	serveConfig := func(cmd *cli.Command) serveOptions {
+		return serveOptions{
+			addr:            cmd.String("addr"),
+			timeout:         cmd.Duration("timeout"),
+			complexityLimit: int(cmd.Int("complexity-limit")),
+			maxDepth:        int(cmd.Int("max-depth")),
+			introspection:   cmd.Bool("introspection"),
+			maxReaders:      int(cmd.Int("max-readers")),
+			logFormat:       cmd.String("log-format"),
+			stdout:          stdout,
+		}
+	}
+	return &cli.Command{
+		Name:      "flowsnap",
+		Usage:     "serve a workflow engine's state over GraphQL, as consistent snapshots",
+		UsageText: "flowsnap [demo flags]          run the demo on an embedded SQLite store\n   flowsnap COMMAND [flags]",
+		Writer:    stdout,
+		ErrWriter: stdout,
+		// Errors are returned to main, which prints them once.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA")},
+			&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS")},
+			&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE")},
+			addrFlag,
+		}, serveFlags...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return fmt.Errorf("unknown command %q: see flowsnap --help", cmd.Args().First())
+			}
+			return demo(ctx, demoOptions{
+				data:  cmd.String("data"),
+				runs:  int(cmd.Int("runs")),
+				rate:  cmd.Float("rate"),
+				serve: serveConfig(cmd),
+			})
+		},
+		Commands: []*cli.Command{
+			{
+				Name:  "serve",
+				Usage: "serve an existing engine store, read-only",
+				Flags: append([]cli.Flag{dbFlag, addrFlag}, serveFlags...),
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return serve(ctx, cmd.String("db"), serveConfig(cmd))
+				},
+			},
+			{
+				Name:  "migrate",
+				Usage: "create or upgrade an engine store",
+				Flags: []cli.Flag{dbFlag},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					db, err := store.Open(ctx, cmd.String("db"), store.Options{})
+					if err != nil {
+						return err
+					}
+					defer db.Close()
+					from, to, err := db.Migrate(ctx)
+					if err != nil {
+						return err
+					}
+					if from == to {
+						fmt.Fprintf(stdout, "%s is at schema version %d, nothing to do\n", db, to)
+					} else {
+						fmt.Fprintf(stdout, "%s migrated from schema version %d to %d\n", db, from, to)
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "seed",
+				Usage: "fill an engine store with a deterministic, realistic history",
+				Flags: []cli.Flag{dbFlag,
+					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS")},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED")},
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					db, err := openMigrated(ctx, cmd.String("db"))
+					if err != nil {
+						return err
+					}
+					defer db.Close()
+					start := time.Now()
+					stats, err := engine.Seed(ctx, db, engine.SeedOptions{Runs: int(cmd.Int("runs")), Seed: cmd.Int64("seed"), Progress: stdout})
+					if err != nil {
+						return err
+					}
+					took := time.Since(start)
+					fmt.Fprintf(stdout, "seeded %d runs in %s (%.0f runs/s): %d deleted, %d spawn edges (largest fan-out %d), longest lineage %d rounds, %d steps, %d attempts, %d inbound events\n",
+						stats.Runs, took.Round(time.Millisecond), float64(stats.Runs)/took.Seconds(), stats.Deleted,
+						stats.Edges, stats.MaxChildren, stats.MaxRounds, stats.Steps, stats.Attempts, stats.InboundEvents)
+					return nil
+				},
+			},
+			{
+				Name:  "simulate",
+				Usage: "keep writing to an engine store like a running engine, until interrupted",
+				Flags: []cli.Flag{dbFlag,
+					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE")},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED")},
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					db, err := openMigrated(ctx, cmd.String("db"))
+					if err != nil {
+						return err
+					}
+					defer db.Close()
+					err = engine.Simulate(ctx, db, engine.SimOptions{Rate: cmd.Float("rate"), Seed: cmd.Int64("seed"), Out: stdout})
+					if errors.Is(err, context.Canceled) {
+						return nil
+					}
+					return err
+				},
+			},
+		},
+	}
+}
+
+// openMigrated opens dsn for writing and brings its schema up to date.
+func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
