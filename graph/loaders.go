@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/vikstrous/dataloadgen"
@@ -18,9 +19,62 @@ import (
 // resolvers alone would read once per list. They live for one operation and
 // read in its snapshot, so caching is safe.
 type loaders struct {
-	runs     *dataloadgen.Loader[string, snapshot.Snapshot]
-	children *dataloadgen.Loader[pageKey, *snapshot.Page]
-	rounds   *dataloadgen.Loader[pageKey, *snapshot.Page]
+	runs     *batcher[string, snapshot.Snapshot]
+	children *batcher[pageKey, *snapshot.Page]
+	rounds   *batcher[pageKey, *snapshot.Page]
+}
+
+// batcher is a loader that can also be filled ahead of time: prefetch knows
+// a whole level's keys at once, so it reads them at once instead of waiting
+// for the loader's window, and primes the loader with what it read.
+type batcher[K comparable, V any] struct {
+	*dataloadgen.Loader[K, V]
+	fetch func(context.Context, []K) ([]V, []error)
+	mu    sync.Mutex
+	known map[K]bool
+}
+
+func newBatcher[K comparable, V any](fetch func(context.Context, []K) ([]V, []error), wait time.Duration, capacity int) *batcher[K, V] {
+	return &batcher[K, V]{
+		Loader: dataloadgen.NewLoader(fetch, dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(capacity)),
+		fetch:  fetch,
+		known:  map[K]bool{},
+	}
+}
+
+// prime caches v for k.
+func (b *batcher[K, V]) prime(k K, v V) {
+	b.mu.Lock()
+	b.known[k] = true
+	b.mu.Unlock()
+	b.Prime(k, v)
+}
+
+// readAhead reads the keys not cached yet in one fetch, without waiting,
+// primes the cache with the values read and returns every key's value.
+// Errors are not cached; the resolvers meet them again and report them.
+func (b *batcher[K, V]) readAhead(ctx context.Context, keys []K, capacity int) ([]V, error) {
+	b.mu.Lock()
+	var missing []K
+	seen := map[K]bool{}
+	for _, k := range keys {
+		if !b.known[k] && !seen[k] {
+			missing = append(missing, k)
+			seen[k] = true
+		}
+	}
+	b.mu.Unlock()
+	for len(missing) > 0 {
+		chunk := missing[:min(len(missing), capacity)]
+		missing = missing[len(chunk):]
+		vals, errs := b.fetch(ctx, chunk)
+		for i, k := range chunk {
+			if errs == nil || errs[i] == nil {
+				b.prime(k, vals[i])
+			}
+		}
+	}
+	return loadAll(ctx, b, keys)
 }
 
 // pageKey identifies one page request; comparable, unlike PageRequest.
@@ -91,7 +145,7 @@ func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
 			return out, errs
 		}
 	}
-	l.runs = dataloadgen.NewLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
+	l.runs = newBatcher(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
 		res, err := reader.Load(ctx, ids)
 		out, errs := make([]snapshot.Snapshot, len(ids)), make([]error, len(ids))
 		for i := range ids {
@@ -102,9 +156,9 @@ func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
 			out[i], errs[i] = res[i].Snapshot, res[i].Err
 		}
 		return out, errs
-	}, dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(runsBatch))
-	l.children = dataloadgen.NewLoader(pages(cursor.Children), dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(pagesBatch))
-	l.rounds = dataloadgen.NewLoader(pages(cursor.Rounds), dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(pagesBatch))
+	}, wait, runsBatch)
+	l.children = newBatcher(pages(cursor.Children), wait, pagesBatch)
+	l.rounds = newBatcher(pages(cursor.Rounds), wait, pagesBatch)
 	return l
 }
 
@@ -113,7 +167,7 @@ func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
 // no statement. Errors are not cached: they are reported where they occur.
 func (l *loaders) prime(id string, res snapshot.Result) {
 	if res.Err == nil && res.Snapshot != nil {
-		l.runs.Prime(id, res.Snapshot)
+		l.runs.prime(id, res.Snapshot)
 	}
 }
 
@@ -126,7 +180,7 @@ func loadersFrom(ctx context.Context) *loaders {
 
 // loadAll loads keys with one batch and returns the values with per-key
 // errors, as gqlgen's batch resolvers want them.
-func loadAll[K comparable, V any](ctx context.Context, l *dataloadgen.Loader[K, V], keys []K) ([]V, error) {
+func loadAll[K comparable, V any](ctx context.Context, l *batcher[K, V], keys []K) ([]V, error) {
 	thunks := make([]func() (V, error), len(keys))
 	for i, k := range keys {
 		thunks[i] = l.LoadThunk(ctx, k)

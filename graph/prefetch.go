@@ -75,7 +75,7 @@ func (p prefetcher) parents(f graphql.CollectedField, runs []*snapshot.Run) work
 			ids = append(ids, *r.ExecutionParentID)
 		}
 	}
-	got, _ := loadAll(p.ctx, p.l.runs, ids)
+	got, _ := p.l.runs.readAhead(p.ctx, ids, runsBatch)
 	return work{sel: f.Selections, runs: onlyRuns(got)}
 }
 
@@ -96,7 +96,7 @@ func (p prefetcher) pages(f graphql.CollectedField, runs []*snapshot.Run) []work
 	if f.Name == "rounds" {
 		loader = p.l.rounds
 	}
-	pages, _ := loadAll(p.ctx, loader, keys)
+	pages, _ := loader.readAhead(p.ctx, keys, pagesBatch)
 	var nodes []snapshot.Snapshot
 	for _, page := range pages {
 		if page == nil {

@@ -107,13 +107,16 @@ func pageSize(first *int) (int, error) {
 // keysetQuery is one page's slice of the edges statement: the rows after
 // (ordinal, last) in list order, one more than the page size so that
 // hasNextPage needs no second look. The row-value comparison and ORDER BY
-// follow the index exactly, so a page costs the same at any depth.
+// follow the index exactly, so a page costs the same at any depth. SQLite
+// does not seek an expression index with a row value, only with a plain
+// bound: the rounds query repeats the ordinal's lower bound on its own.
 var keysetQuery = map[cursor.Kind]string{
 	cursor.Children: `SELECT seq AS ord, child_id AS id FROM flows_run_parents
 	WHERE parent_id = $%[1]d AND (seq, child_id) > ($%[2]d, $%[3]d)
 	ORDER BY seq, child_id LIMIT $%[4]d`,
 	cursor.Rounds: `SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
-	WHERE COALESCE(lineage_id, run_id) = $%[1]d AND (COALESCE(round_ordinal, 0), run_id) > ($%[2]d, $%[3]d)
+	WHERE COALESCE(lineage_id, run_id) = $%[1]d AND COALESCE(round_ordinal, 0) >= $%[2]d
+	  AND (COALESCE(round_ordinal, 0), run_id) > ($%[2]d, $%[3]d)
 	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`,
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -75,7 +76,67 @@ func (r pgRow) Scan(dest ...any) error {
 	return err
 }
 
-type sqlTx struct{ tx *sql.Tx }
+type sqlTx struct {
+	tx    *sql.Tx
+	stmts *stmtCache // nil: statements are not cached
+}
+
+// stmtCache holds prepared statements by SQL text. database/sql prepares a
+// Stmt on each connection once and a transaction reuses its connection's
+// preparation, so a cached statement is parsed once per connection.
+type stmtCache struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// maxCachedStmts bounds the cache: statements whose text varies with a
+// batch's size come in a bounded number of shapes, but a bound keeps an
+// unusual workload from holding statements forever.
+const maxCachedStmts = 512
+
+func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
+
+// stmt returns the cached statement for q, preparing it when new; nil when
+// the cache is full or preparing fails (the caller then runs q unprepared,
+// and meets the error there).
+func (c *stmtCache) stmt(ctx context.Context, q string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.m[q]; ok {
+		return s
+	}
+	if len(c.m) >= maxCachedStmts {
+		return nil
+	}
+	s, err := c.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	c.m[q] = s
+	return s
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, s := range c.m {
+		_ = s.Close()
+		delete(c.m, q)
+	}
+}
+
+// prepared returns the transaction's use of the cached statement for q, or
+// nil.
+func (t *sqlTx) prepared(ctx context.Context, q string) *sql.Stmt {
+	if t.stmts == nil {
+		return nil
+	}
+	if s := t.stmts.stmt(ctx, q); s != nil {
+		return t.tx.StmtContext(ctx, s)
+	}
+	return nil
+}
 
 func (t *sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res, err := t.tx.ExecContext(ctx, q, args...)
@@ -86,7 +147,13 @@ func (t *sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 }
 
 func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := t.tx.QueryContext(ctx, q, args...)
+	var rows *sql.Rows
+	var err error
+	if s := t.prepared(ctx, q); s != nil {
+		rows, err = s.QueryContext(ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, q, args...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +161,9 @@ func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) 
 }
 
 func (t *sqlTx) QueryRow(ctx context.Context, q string, args ...any) Row {
+	if s := t.prepared(ctx, q); s != nil {
+		return sqlRow{s.QueryRowContext(ctx, args...)}
+	}
 	return sqlRow{t.tx.QueryRowContext(ctx, q, args...)}
 }
 
