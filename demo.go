@@ -65,10 +65,37 @@ func demo(ctx context.Context, opts demoOptions) error {
 	}
 	defer r.Close()
 	fmt.Fprintf(out, "a simulated engine keeps writing at %.0f transactions/s\n", opts.rate)
+	suggest(ctx, r, out)
 	err = serveStore(ctx, r, opts.serve)
 	cancel()
 	if serr := <-simErr; err == nil && serr != nil {
 		err = fmt.Errorf("the simulated engine stopped: %w", serr)
 	}
 	return err
+}
+
+// suggestions are queries that find runs worth opening in the explorer.
+var suggestions = []struct{ what, sql string }{
+	{"the largest fan-out", `SELECT parent_id FROM flows_run_parents GROUP BY parent_id ORDER BY count(*) DESC, parent_id LIMIT 1`},
+	{"the longest lineage", `SELECT lineage_id FROM flows_runs WHERE lineage_id IS NOT NULL GROUP BY lineage_id ORDER BY count(*) DESC, lineage_id LIMIT 1`},
+	{"a run waiting for approval", `SELECT run_id FROM flows_runs WHERE waiting_reason = 'approval' ORDER BY run_id LIMIT 1`},
+	{"a failed run", `SELECT run_id FROM flows_runs WHERE status = 'failed' ORDER BY run_id LIMIT 1`},
+	{"a run being cancelled", `SELECT run_id FROM flows_runs WHERE cancel_requested_at_ms IS NOT NULL AND status = 'running' ORDER BY run_id LIMIT 1`},
+}
+
+// suggest prints a few run ids worth opening, so a newcomer has somewhere
+// to start.
+func suggest(ctx context.Context, db *store.DB, out io.Writer) {
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		return
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	fmt.Fprintln(out, "runs to open in the explorer (put one in the variables as \"id\"):")
+	for _, s := range suggestions {
+		var id string
+		if tx.QueryRow(ctx, s.sql).Scan(&id) == nil {
+			fmt.Fprintf(out, "  %-28s %s\n", s.what+":", id)
+		}
+	}
 }
