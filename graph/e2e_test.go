@@ -19,6 +19,7 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/snapshot/snapshottest"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
@@ -492,6 +493,45 @@ func TestTimeoutReleasesTheRead(t *testing.T) {
 		r := e.do(`{ position { revision } }`, nil)
 		if !r.hasCode("TIMEOUT") || r.Extensions["position"] != nil {
 			t.Fatalf("codes = %v, extensions = %v", r.codes(), r.Extensions)
+		}
+	})
+}
+
+func TestABrokenRowFailsOnlyItsOwnElement(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := fixture(t, d, graph.Options{})
+		// child-007 was spawned by "parent"; an execution parent that
+		// disagrees breaks invariant 3 of the read contract.
+		snapshottest.Loosen(t, e.db).Exec(t, `UPDATE flows_runs SET execution_parent_id = 'fan-001' WHERE run_id = 'child-007'`)
+		r := e.do(`{ runs(ids: ["child-006", "child-007", "child-008"]) { ... on Run { id status } } }`, nil)
+		list, _ := r.Data["runs"].([]any)
+		if len(list) != 3 || get(list, 0, "id") != "child-006" || list[1] != nil || get(list, 2, "id") != "child-008" {
+			t.Fatalf("runs = %v", r.Data["runs"])
+		}
+		if len(r.Errors) != 1 || r.codes()[0] != "DECODE_FAILED" || fmt.Sprint(r.Errors[0].Path) != "[runs 1]" ||
+			r.Errors[0].Extensions["runId"] != "child-007" || !strings.Contains(r.Errors[0].Message, "child-007") {
+			t.Fatalf("errors = %+v", r.Errors)
+		}
+
+		r = e.do(`{ run(id: "parent") { ... on Run { children(first: 10) {
+			edges { ordinal node { ... on Run { id } } } nodes { ... on Run { id } } } } } }`, nil)
+		edges, _ := get(r.Data, "run", "children", "edges").([]any)
+		if len(edges) != 10 || get(edges, 7, "node") != nil || get(edges, 7, "ordinal") != float64(7) || get(edges, 8, "node", "id") != "child-008" {
+			t.Fatalf("edges = %v", edges)
+		}
+		if get(r.Data, "run", "children", "nodes", 7) != nil || get(r.Data, "run", "children", "nodes", 6, "id") != "child-006" {
+			t.Fatalf("nodes = %v", get(r.Data, "run", "children", "nodes"))
+		}
+		paths := map[string]bool{}
+		for _, er := range r.Errors {
+			if er.Extensions["code"] != "DECODE_FAILED" {
+				t.Errorf("error %+v", er)
+			}
+			paths[fmt.Sprint(er.Path)] = true
+		}
+		if !paths["[run children edges 7 node]"] || !paths["[run children nodes 7]"] || len(paths) != 2 {
+			t.Fatalf("error paths = %v", paths)
 		}
 	})
 }

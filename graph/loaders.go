@@ -22,6 +22,7 @@ type loaders struct {
 	runs     *batcher[string, snapshot.Snapshot]
 	children *batcher[pageKey, *snapshot.Page]
 	rounds   *batcher[pageKey, *snapshot.Page]
+	journal  *journalLoaders
 }
 
 // batcher is a loader that can also be filled ahead of time: prefetch knows
@@ -121,7 +122,7 @@ const (
 )
 
 func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
-	l := &loaders{}
+	l := &loaders{journal: newJournalLoaders(reader, wait)}
 	pages := func(kind cursor.Kind) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
 		return func(ctx context.Context, keys []pageKey) ([]*snapshot.Page, []error) {
 			reqs := make([]snapshot.PageRequest, len(keys))

@@ -61,6 +61,8 @@ func (p prefetcher) level(todo []work) {
 					next = append(next, p.parents(f, w.runs))
 				case "children", "rounds":
 					next = append(next, p.pages(f, w.runs)...)
+				case "steps", "currentStep", "inboundEvents", "events":
+					p.journal(f, w.runs)
 				}
 			}
 		}

@@ -22,16 +22,38 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	InboundEventConnection() InboundEventConnectionResolver
+	InboundEventEdge() InboundEventEdgeResolver
 	Query() QueryResolver
 	Run() RunResolver
 	RunConnection() RunConnectionResolver
 	RunEdge() RunEdgeResolver
+	RunEventConnection() RunEventConnectionResolver
+	RunEventEdge() RunEventEdgeResolver
+	RunStep() RunStepResolver
+	SleepStep() SleepStepResolver
+	StepConnection() StepConnectionResolver
+	StepEdge() StepEdgeResolver
+	WaitStep() WaitStepResolver
 }
 
 type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	Attempt struct {
+		EndedAt       func(childComplexity int) int
+		ErrorMessage  func(childComplexity int) int
+		ErrorName     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		NextAttemptAt func(childComplexity int) int
+		Number        func(childComplexity int) int
+		Result        func(childComplexity int) int
+		ResultType    func(childComplexity int) int
+		StartedAt     func(childComplexity int) int
+		State         func(childComplexity int) int
+	}
+
 	CancelAcknowledgement struct {
 		ObservedAt func(childComplexity int) int
 		Owner      func(childComplexity int) int
@@ -45,6 +67,27 @@ type ComplexityRoot struct {
 	Claim struct {
 		ClaimedAt func(childComplexity int) int
 		Owner     func(childComplexity int) int
+	}
+
+	InboundEvent struct {
+		ClaimedAt  func(childComplexity int) int
+		ClaimedBy  func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		EventName  func(childComplexity int) int
+		HasPayload func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Payload    func(childComplexity int) int
+	}
+
+	InboundEventConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	InboundEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	MissingRun struct {
@@ -80,11 +123,14 @@ type ComplexityRoot struct {
 		Children          func(childComplexity int, first *int, after *string) int
 		Claim             func(childComplexity int) int
 		CreatedAt         func(childComplexity int) int
+		CurrentStep       func(childComplexity int) int
+		Events            func(childComplexity int, first *int, after *string) int
 		ExecutionParentID func(childComplexity int) int
 		FinishedAt        func(childComplexity int) int
 		FlowName          func(childComplexity int) int
 		HeartbeatAt       func(childComplexity int) int
 		ID                func(childComplexity int) int
+		InboundEvents     func(childComplexity int, first *int, after *string) int
 		LineageID         func(childComplexity int) int
 		Owner             func(childComplexity int) int
 		Parent            func(childComplexity int) int
@@ -95,6 +141,7 @@ type ComplexityRoot struct {
 		StartedAt         func(childComplexity int) int
 		State             func(childComplexity int) int
 		Status            func(childComplexity int) int
+		Steps             func(childComplexity int, first *int, after *string) int
 		Waiting           func(childComplexity int) int
 	}
 
@@ -108,6 +155,73 @@ type ComplexityRoot struct {
 		Cursor  func(childComplexity int) int
 		Node    func(childComplexity int) int
 		Ordinal func(childComplexity int) int
+	}
+
+	RunEvent struct {
+		CancellationReason func(childComplexity int) int
+		RecordedAt         func(childComplexity int) int
+		Seq                func(childComplexity int) int
+		Type               func(childComplexity int) int
+	}
+
+	RunEventConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	RunEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	RunStep struct {
+		AttemptCount  func(childComplexity int) int
+		Attempts      func(childComplexity int, last *int) int
+		CreatedAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		MaxAttempts   func(childComplexity int) int
+		NextAttemptAt func(childComplexity int) int
+		ParentStep    func(childComplexity int) int
+		ParentStepID  func(childComplexity int) int
+		ResolvedAt    func(childComplexity int) int
+		State         func(childComplexity int) int
+		Type          func(childComplexity int) int
+	}
+
+	SleepStep struct {
+		CreatedAt    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		ParentStep   func(childComplexity int) int
+		ParentStepID func(childComplexity int) int
+		ResolvedAt   func(childComplexity int) int
+		State        func(childComplexity int) int
+		Type         func(childComplexity int) int
+		WakeAt       func(childComplexity int) int
+	}
+
+	StepConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	StepEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	WaitStep struct {
+		ClaimedEvent func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		EventName    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		ParentStep   func(childComplexity int) int
+		ParentStepID func(childComplexity int) int
+		ResolvedAt   func(childComplexity int) int
+		State        func(childComplexity int) int
+		TimeoutAt    func(childComplexity int) int
+		Type         func(childComplexity int) int
 	}
 
 	Waiting struct {
@@ -132,6 +246,67 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "Attempt.endedAt":
+		if e.ComplexityRoot.Attempt.EndedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.EndedAt(childComplexity), true
+	case "Attempt.errorMessage":
+		if e.ComplexityRoot.Attempt.ErrorMessage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.ErrorMessage(childComplexity), true
+	case "Attempt.errorName":
+		if e.ComplexityRoot.Attempt.ErrorName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.ErrorName(childComplexity), true
+	case "Attempt.id":
+		if e.ComplexityRoot.Attempt.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.ID(childComplexity), true
+	case "Attempt.nextAttemptAt":
+		if e.ComplexityRoot.Attempt.NextAttemptAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.NextAttemptAt(childComplexity), true
+	case "Attempt.number":
+		if e.ComplexityRoot.Attempt.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.Number(childComplexity), true
+	case "Attempt.result":
+		if e.ComplexityRoot.Attempt.Result == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.Result(childComplexity), true
+	case "Attempt.resultType":
+		if e.ComplexityRoot.Attempt.ResultType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.ResultType(childComplexity), true
+	case "Attempt.startedAt":
+		if e.ComplexityRoot.Attempt.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.StartedAt(childComplexity), true
+	case "Attempt.state":
+		if e.ComplexityRoot.Attempt.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attempt.State(childComplexity), true
 
 	case "CancelAcknowledgement.observedAt":
 		if e.ComplexityRoot.CancelAcknowledgement.ObservedAt == nil {
@@ -171,6 +346,81 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Claim.Owner(childComplexity), true
+
+	case "InboundEvent.claimedAt":
+		if e.ComplexityRoot.InboundEvent.ClaimedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.ClaimedAt(childComplexity), true
+	case "InboundEvent.claimedBy":
+		if e.ComplexityRoot.InboundEvent.ClaimedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.ClaimedBy(childComplexity), true
+	case "InboundEvent.createdAt":
+		if e.ComplexityRoot.InboundEvent.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.CreatedAt(childComplexity), true
+	case "InboundEvent.eventName":
+		if e.ComplexityRoot.InboundEvent.EventName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.EventName(childComplexity), true
+	case "InboundEvent.hasPayload":
+		if e.ComplexityRoot.InboundEvent.HasPayload == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.HasPayload(childComplexity), true
+	case "InboundEvent.id":
+		if e.ComplexityRoot.InboundEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.ID(childComplexity), true
+	case "InboundEvent.payload":
+		if e.ComplexityRoot.InboundEvent.Payload == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEvent.Payload(childComplexity), true
+
+	case "InboundEventConnection.edges":
+		if e.ComplexityRoot.InboundEventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEventConnection.Edges(childComplexity), true
+	case "InboundEventConnection.nodes":
+		if e.ComplexityRoot.InboundEventConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEventConnection.Nodes(childComplexity), true
+	case "InboundEventConnection.pageInfo":
+		if e.ComplexityRoot.InboundEventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEventConnection.PageInfo(childComplexity), true
+
+	case "InboundEventEdge.cursor":
+		if e.ComplexityRoot.InboundEventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEventEdge.Cursor(childComplexity), true
+	case "InboundEventEdge.node":
+		if e.ComplexityRoot.InboundEventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEventEdge.Node(childComplexity), true
 
 	case "MissingRun.deleted":
 		if e.ComplexityRoot.MissingRun.Deleted == nil {
@@ -294,6 +544,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.CreatedAt(childComplexity), true
+	case "Run.currentStep":
+		if e.ComplexityRoot.Run.CurrentStep == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.CurrentStep(childComplexity), true
+	case "Run.events":
+		if e.ComplexityRoot.Run.Events == nil {
+			break
+		}
+
+		args, err := ec.field_Run_events_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Run.Events(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Run.executionParentId":
 		if e.ComplexityRoot.Run.ExecutionParentID == nil {
 			break
@@ -324,6 +591,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.ID(childComplexity), true
+	case "Run.inboundEvents":
+		if e.ComplexityRoot.Run.InboundEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Run_inboundEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Run.InboundEvents(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Run.lineageId":
 		if e.ComplexityRoot.Run.LineageID == nil {
 			break
@@ -389,6 +667,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Status(childComplexity), true
+	case "Run.steps":
+		if e.ComplexityRoot.Run.Steps == nil {
+			break
+		}
+
+		args, err := ec.field_Run_steps_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Run.Steps(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Run.waiting":
 		if e.ComplexityRoot.Run.Waiting == nil {
 			break
@@ -433,6 +722,277 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunEdge.Ordinal(childComplexity), true
+
+	case "RunEvent.cancellationReason":
+		if e.ComplexityRoot.RunEvent.CancellationReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEvent.CancellationReason(childComplexity), true
+	case "RunEvent.recordedAt":
+		if e.ComplexityRoot.RunEvent.RecordedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEvent.RecordedAt(childComplexity), true
+	case "RunEvent.seq":
+		if e.ComplexityRoot.RunEvent.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEvent.Seq(childComplexity), true
+	case "RunEvent.type":
+		if e.ComplexityRoot.RunEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEvent.Type(childComplexity), true
+
+	case "RunEventConnection.edges":
+		if e.ComplexityRoot.RunEventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEventConnection.Edges(childComplexity), true
+	case "RunEventConnection.nodes":
+		if e.ComplexityRoot.RunEventConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEventConnection.Nodes(childComplexity), true
+	case "RunEventConnection.pageInfo":
+		if e.ComplexityRoot.RunEventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEventConnection.PageInfo(childComplexity), true
+
+	case "RunEventEdge.cursor":
+		if e.ComplexityRoot.RunEventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEventEdge.Cursor(childComplexity), true
+	case "RunEventEdge.node":
+		if e.ComplexityRoot.RunEventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunEventEdge.Node(childComplexity), true
+
+	case "RunStep.attemptCount":
+		if e.ComplexityRoot.RunStep.AttemptCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.AttemptCount(childComplexity), true
+	case "RunStep.attempts":
+		if e.ComplexityRoot.RunStep.Attempts == nil {
+			break
+		}
+
+		args, err := ec.field_RunStep_attempts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.RunStep.Attempts(childComplexity, args["last"].(*int)), true
+	case "RunStep.createdAt":
+		if e.ComplexityRoot.RunStep.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.CreatedAt(childComplexity), true
+	case "RunStep.id":
+		if e.ComplexityRoot.RunStep.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.ID(childComplexity), true
+	case "RunStep.maxAttempts":
+		if e.ComplexityRoot.RunStep.MaxAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.MaxAttempts(childComplexity), true
+	case "RunStep.nextAttemptAt":
+		if e.ComplexityRoot.RunStep.NextAttemptAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.NextAttemptAt(childComplexity), true
+	case "RunStep.parentStep":
+		if e.ComplexityRoot.RunStep.ParentStep == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.ParentStep(childComplexity), true
+	case "RunStep.parentStepId":
+		if e.ComplexityRoot.RunStep.ParentStepID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.ParentStepID(childComplexity), true
+	case "RunStep.resolvedAt":
+		if e.ComplexityRoot.RunStep.ResolvedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.ResolvedAt(childComplexity), true
+	case "RunStep.state":
+		if e.ComplexityRoot.RunStep.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.State(childComplexity), true
+	case "RunStep.type":
+		if e.ComplexityRoot.RunStep.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunStep.Type(childComplexity), true
+
+	case "SleepStep.createdAt":
+		if e.ComplexityRoot.SleepStep.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.CreatedAt(childComplexity), true
+	case "SleepStep.id":
+		if e.ComplexityRoot.SleepStep.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.ID(childComplexity), true
+	case "SleepStep.parentStep":
+		if e.ComplexityRoot.SleepStep.ParentStep == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.ParentStep(childComplexity), true
+	case "SleepStep.parentStepId":
+		if e.ComplexityRoot.SleepStep.ParentStepID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.ParentStepID(childComplexity), true
+	case "SleepStep.resolvedAt":
+		if e.ComplexityRoot.SleepStep.ResolvedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.ResolvedAt(childComplexity), true
+	case "SleepStep.state":
+		if e.ComplexityRoot.SleepStep.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.State(childComplexity), true
+	case "SleepStep.type":
+		if e.ComplexityRoot.SleepStep.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.Type(childComplexity), true
+	case "SleepStep.wakeAt":
+		if e.ComplexityRoot.SleepStep.WakeAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SleepStep.WakeAt(childComplexity), true
+
+	case "StepConnection.edges":
+		if e.ComplexityRoot.StepConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StepConnection.Edges(childComplexity), true
+	case "StepConnection.nodes":
+		if e.ComplexityRoot.StepConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StepConnection.Nodes(childComplexity), true
+	case "StepConnection.pageInfo":
+		if e.ComplexityRoot.StepConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StepConnection.PageInfo(childComplexity), true
+
+	case "StepEdge.cursor":
+		if e.ComplexityRoot.StepEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StepEdge.Cursor(childComplexity), true
+	case "StepEdge.node":
+		if e.ComplexityRoot.StepEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StepEdge.Node(childComplexity), true
+
+	case "WaitStep.claimedEvent":
+		if e.ComplexityRoot.WaitStep.ClaimedEvent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.ClaimedEvent(childComplexity), true
+	case "WaitStep.createdAt":
+		if e.ComplexityRoot.WaitStep.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.CreatedAt(childComplexity), true
+	case "WaitStep.eventName":
+		if e.ComplexityRoot.WaitStep.EventName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.EventName(childComplexity), true
+	case "WaitStep.id":
+		if e.ComplexityRoot.WaitStep.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.ID(childComplexity), true
+	case "WaitStep.parentStep":
+		if e.ComplexityRoot.WaitStep.ParentStep == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.ParentStep(childComplexity), true
+	case "WaitStep.parentStepId":
+		if e.ComplexityRoot.WaitStep.ParentStepID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.ParentStepID(childComplexity), true
+	case "WaitStep.resolvedAt":
+		if e.ComplexityRoot.WaitStep.ResolvedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.ResolvedAt(childComplexity), true
+	case "WaitStep.state":
+		if e.ComplexityRoot.WaitStep.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.State(childComplexity), true
+	case "WaitStep.timeoutAt":
+		if e.ComplexityRoot.WaitStep.TimeoutAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.TimeoutAt(childComplexity), true
+	case "WaitStep.type":
+		if e.ComplexityRoot.WaitStep.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitStep.Type(childComplexity), true
 
 	case "Waiting.kind":
 		if e.ComplexityRoot.Waiting.Kind == nil {
@@ -533,7 +1093,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema.graphqls"
+//go:embed "journal.graphqls" "schema.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -545,6 +1105,7 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -552,6 +1113,32 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_Attempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Attempt_id(ctx, field)
+	case "number":
+		return ec.fieldContext_Attempt_number(ctx, field)
+	case "state":
+		return ec.fieldContext_Attempt_state(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_Attempt_startedAt(ctx, field)
+	case "endedAt":
+		return ec.fieldContext_Attempt_endedAt(ctx, field)
+	case "resultType":
+		return ec.fieldContext_Attempt_resultType(ctx, field)
+	case "result":
+		return ec.fieldContext_Attempt_result(ctx, field)
+	case "errorName":
+		return ec.fieldContext_Attempt_errorName(ctx, field)
+	case "errorMessage":
+		return ec.fieldContext_Attempt_errorMessage(ctx, field)
+	case "nextAttemptAt":
+		return ec.fieldContext_Attempt_nextAttemptAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Attempt", field.Name)
+}
 
 func (ec *executionContext) childFields_CancelAcknowledgement(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -581,6 +1168,48 @@ func (ec *executionContext) childFields_Claim(ctx context.Context, field graphql
 		return ec.fieldContext_Claim_claimedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Claim", field.Name)
+}
+
+func (ec *executionContext) childFields_InboundEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_InboundEvent_id(ctx, field)
+	case "eventName":
+		return ec.fieldContext_InboundEvent_eventName(ctx, field)
+	case "hasPayload":
+		return ec.fieldContext_InboundEvent_hasPayload(ctx, field)
+	case "payload":
+		return ec.fieldContext_InboundEvent_payload(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_InboundEvent_createdAt(ctx, field)
+	case "claimedBy":
+		return ec.fieldContext_InboundEvent_claimedBy(ctx, field)
+	case "claimedAt":
+		return ec.fieldContext_InboundEvent_claimedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboundEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_InboundEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_InboundEventConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_InboundEventConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_InboundEventConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboundEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_InboundEventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_InboundEventEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_InboundEventEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboundEventEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Owner(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -637,6 +1266,64 @@ func (ec *executionContext) childFields_RunEdge(ctx context.Context, field graph
 		return ec.fieldContext_RunEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_RunEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "seq":
+		return ec.fieldContext_RunEvent_seq(ctx, field)
+	case "type":
+		return ec.fieldContext_RunEvent_type(ctx, field)
+	case "recordedAt":
+		return ec.fieldContext_RunEvent_recordedAt(ctx, field)
+	case "cancellationReason":
+		return ec.fieldContext_RunEvent_cancellationReason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_RunEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_RunEventConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_RunEventConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_RunEventConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_RunEventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_RunEventEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_RunEventEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunEventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_StepConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_StepConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_StepConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_StepConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type StepConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_StepEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_StepEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_StepEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type StepEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Waiting(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

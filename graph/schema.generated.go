@@ -30,6 +30,10 @@ type RunResolver interface {
 
 	Children(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error)
 	Rounds(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error)
+	Steps(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.StepPage, error)
+	CurrentStep(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Step, error)
+	InboundEvents(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.InboundEventPage, error)
+	Events(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.RunEventPage, error)
 }
 type RunConnectionResolver interface {
 	Nodes(ctx context.Context, obj *snapshot.Page) ([]snapshot.Snapshot, error)
@@ -106,7 +110,73 @@ func (ec *executionContext) field_Run_children_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Run_events_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Run_inboundEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Run_rounds_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Run_steps_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -1330,6 +1400,262 @@ func (ec *executionContext) resolveBatch_Run_rounds(ctx context.Context, field g
 	)
 }
 
+func (ec *executionContext) _Run_steps(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_steps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Run_steps(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.StepPage) graphql.Marshaler {
+			return ec.marshalNStepConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_steps(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_StepConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Run_steps_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Run_steps(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (any, error) {
+	resolver := ec.Resolvers.Run()
+	fc := graphql.GetFieldContext(ctx)
+	if batch, ok := graphql.BatchParentsFor[*snapshot.Run](ctx, "Run"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.Steps(ctx, batch.Parents, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		})
+		return graphql.ResolveBatchGroupResult[*snapshot.StepPage](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Run.steps",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.Steps(ctx, []*snapshot.Run{obj}, fc.Args["first"].(*int), fc.Args["after"].(*string))
+	return graphql.ResolveBatchSingleResult[*snapshot.StepPage](
+		ctx,
+		results,
+		err,
+		"Run.steps",
+	)
+}
+
+func (ec *executionContext) _Run_currentStep(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_currentStep(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Run_currentStep(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Step) graphql.Marshaler {
+			return ec.marshalOStep2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStep(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_currentStep(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Run_currentStep(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (any, error) {
+	resolver := ec.Resolvers.Run()
+	if batch, ok := graphql.BatchParentsFor[*snapshot.Run](ctx, "Run"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.CurrentStep(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[snapshot.Step](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Run.currentStep",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.CurrentStep(ctx, []*snapshot.Run{obj})
+	return graphql.ResolveBatchSingleResult[snapshot.Step](
+		ctx,
+		results,
+		err,
+		"Run.currentStep",
+	)
+}
+
+func (ec *executionContext) _Run_inboundEvents(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_inboundEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Run_inboundEvents(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.InboundEventPage) graphql.Marshaler {
+			return ec.marshalNInboundEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_inboundEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboundEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Run_inboundEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Run_inboundEvents(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (any, error) {
+	resolver := ec.Resolvers.Run()
+	fc := graphql.GetFieldContext(ctx)
+	if batch, ok := graphql.BatchParentsFor[*snapshot.Run](ctx, "Run"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.InboundEvents(ctx, batch.Parents, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		})
+		return graphql.ResolveBatchGroupResult[*snapshot.InboundEventPage](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Run.inboundEvents",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.InboundEvents(ctx, []*snapshot.Run{obj}, fc.Args["first"].(*int), fc.Args["after"].(*string))
+	return graphql.ResolveBatchSingleResult[*snapshot.InboundEventPage](
+		ctx,
+		results,
+		err,
+		"Run.inboundEvents",
+	)
+}
+
+func (ec *executionContext) _Run_events(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.resolveBatch_Run_events(ctx, field, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.RunEventPage) graphql.Marshaler {
+			return ec.marshalNRunEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Run_events_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+func (ec *executionContext) resolveBatch_Run_events(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (any, error) {
+	resolver := ec.Resolvers.Run()
+	fc := graphql.GetFieldContext(ctx)
+	if batch, ok := graphql.BatchParentsFor[*snapshot.Run](ctx, "Run"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.Events(ctx, batch.Parents, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		})
+		return graphql.ResolveBatchGroupResult[*snapshot.RunEventPage](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"Run.events",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.Events(ctx, []*snapshot.Run{obj}, fc.Args["first"].(*int), fc.Args["after"].(*string))
+	return graphql.ResolveBatchSingleResult[*snapshot.RunEventPage](
+		ctx,
+		results,
+		err,
+		"Run.events",
+	)
+}
+
 func (ec *executionContext) _RunConnection_edges(ctx context.Context, field graphql.CollectedField, obj *snapshot.Page) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2093,6 +2419,30 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_rounds(ctx, field, obj)
+				})
+		case "steps":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_steps(ctx, field, obj)
+				})
+		case "currentStep":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_currentStep(ctx, field, obj)
+				})
+		case "inboundEvents":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_inboundEvents(ctx, field, obj)
+				})
+		case "events":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_events(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

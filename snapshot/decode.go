@@ -154,14 +154,13 @@ func toInt(v any) (int64, bool) {
 	return 0, false
 }
 
+// toText accepts only text. Both drivers return a text column as a string;
+// a []byte is a SQLite BLOB, which a store without STRICT tables lets into
+// any column and which SQLite's JSON functions would even read as binary
+// JSONB, so it is a value of the wrong type like any other.
 func toText(v any) (string, bool) {
-	switch s := v.(type) {
-	case string:
-		return s, true
-	case []byte:
-		return string(s), true
-	}
-	return "", false
+	s, ok := v.(string)
+	return s, ok
 }
 
 // decode turns a scanned row into a Snapshot, checking the invariants of

@@ -471,6 +471,11 @@ $$`,
 )`,
 		},
 		Object{
+			Name: "flows_steps_by_run_created", Kind: KindIndex, Table: "flows_steps", Since: 1,
+			Why:      "Pages a run's steps in creation order, at the same cost at any depth.",
+			Portable: `CREATE INDEX flows_steps_by_run_created ON flows_steps (run_id, created_at_ms, step_id)`,
+		},
+		Object{
 			Name: "flows_steps_by_parent_step", Kind: KindIndex, Table: "flows_steps", Since: 1,
 			Why:      "Finds the steps a run step encloses, which the self-referencing foreign key needs on every delete of a step.",
 			Portable: `CREATE INDEX flows_steps_by_parent_step ON flows_steps (run_id, parent_step_id)`,
@@ -618,6 +623,11 @@ FOR EACH ROW EXECUTE FUNCTION flows_step_attempts_run_step()`,
     CONSTRAINT flows_inbound_events_payload CHECK (payload IS NULL OR json_typeof(payload::json) IS NOT NULL),
     CONSTRAINT flows_inbound_events_claim CHECK ((claimed_by IS NULL) = (claimed_at_ms IS NULL))
 )`,
+		},
+		Object{
+			Name: "flows_inbound_events_by_run_created", Kind: KindIndex, Table: "flows_inbound_events", Since: 1,
+			Why:      "Pages a run's inbound events in arrival order, at the same cost at any depth.",
+			Portable: `CREATE INDEX flows_inbound_events_by_run_created ON flows_inbound_events (run_id, created_at_ms, event_id)`,
 		},
 		Object{
 			Name: "flows_inbound_events_by_name", Kind: KindIndex, Table: "flows_inbound_events", Since: 1,

@@ -1,0 +1,359 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// StepType is the kind of a journal step, as the engine stores it.
+type StepType string
+
+// The kinds of step.
+const (
+	// StepRun runs code; its lifecycle is in its attempts.
+	StepRun StepType = "run"
+	// StepSleep waits until a wake time.
+	StepSleep StepType = "sleep"
+	// StepWait waits for an inbound event of a name, maybe until a timeout.
+	StepWait StepType = "wait"
+)
+
+// MarshalGQL writes t as the GraphQL enum value (upper case).
+func (t StepType) MarshalGQL(w io.Writer) { writeEnum(w, string(t)) }
+
+// UnmarshalGQL reads a GraphQL StepType enum value.
+func (t *StepType) UnmarshalGQL(v any) error {
+	return unmarshalEnum(v, "StepType", t, StepRun, StepSleep, StepWait)
+}
+
+// StepState is where a step stands. Sleep and wait steps store theirs; a
+// run step's is derived from its latest attempt by (start time, attempt
+// id): none yet is pending, a started one running, a failed one with a
+// next attempt time retrying, and otherwise the attempt's outcome.
+type StepState string
+
+// The states of a step. Pending, running, retrying and waiting are
+// unresolved: the run cannot get past the step yet.
+const (
+	StepPending   StepState = "pending"
+	StepRunning   StepState = "running"
+	StepRetrying  StepState = "retrying"
+	StepSucceeded StepState = "succeeded"
+	StepFailed    StepState = "failed"
+	StepWaiting   StepState = "waiting"
+	StepElapsed   StepState = "elapsed"
+	StepSatisfied StepState = "satisfied"
+	StepTimedOut  StepState = "timed_out"
+)
+
+// Resolved reports whether a step in state s is over: succeeded, failed for
+// good, elapsed, satisfied or timed out.
+func (s StepState) Resolved() bool {
+	switch s {
+	case StepPending, StepRunning, StepRetrying, StepWaiting:
+		return false
+	}
+	return true
+}
+
+// MarshalGQL writes s as the GraphQL enum value (upper case).
+func (s StepState) MarshalGQL(w io.Writer) { writeEnum(w, string(s)) }
+
+// UnmarshalGQL reads a GraphQL StepState enum value.
+func (s *StepState) UnmarshalGQL(v any) error {
+	return unmarshalEnum(v, "StepState", s, StepPending, StepRunning, StepRetrying, StepSucceeded,
+		StepFailed, StepWaiting, StepElapsed, StepSatisfied, StepTimedOut)
+}
+
+// AttemptState is where an attempt of a run step stands.
+type AttemptState string
+
+// The states of an attempt: started, then succeeded or failed.
+const (
+	AttemptStarted   AttemptState = "started"
+	AttemptSucceeded AttemptState = "succeeded"
+	AttemptFailed    AttemptState = "failed"
+)
+
+// MarshalGQL writes s as the GraphQL enum value (upper case).
+func (s AttemptState) MarshalGQL(w io.Writer) { writeEnum(w, string(s)) }
+
+// UnmarshalGQL reads a GraphQL AttemptState enum value.
+func (s *AttemptState) UnmarshalGQL(v any) error {
+	return unmarshalEnum(v, "AttemptState", s, AttemptStarted, AttemptSucceeded, AttemptFailed)
+}
+
+// ResultType says what a succeeded attempt returned: a JSON value (which
+// may be JSON null) or nothing at all. The two differ for the flow that
+// replays the step, so they stay apart all the way to the client.
+type ResultType string
+
+// The result types.
+const (
+	ResultJSON ResultType = "json"
+	ResultNone ResultType = "none"
+)
+
+// MarshalGQL writes t as the GraphQL enum value (upper case).
+func (t ResultType) MarshalGQL(w io.Writer) { writeEnum(w, string(t)) }
+
+// UnmarshalGQL reads a GraphQL ResultType enum value.
+func (t *ResultType) UnmarshalGQL(v any) error {
+	return unmarshalEnum(v, "ResultType", t, ResultJSON, ResultNone)
+}
+
+// RunEventType is the type of an entry of a run's lifecycle log.
+type RunEventType string
+
+// The lifecycle events.
+const (
+	RunCreated   RunEventType = "created"
+	RunStarted   RunEventType = "started"
+	RunPaused    RunEventType = "paused"
+	RunResumed   RunEventType = "resumed"
+	RunCompleted RunEventType = "completed"
+	RunFailed    RunEventType = "failed"
+	RunCancelled RunEventType = "cancelled"
+)
+
+var runEventTypes = []RunEventType{RunCreated, RunStarted, RunPaused, RunResumed, RunCompleted, RunFailed, RunCancelled}
+
+// MarshalGQL writes t as the GraphQL enum value (upper case).
+func (t RunEventType) MarshalGQL(w io.Writer) { writeEnum(w, string(t)) }
+
+// UnmarshalGQL reads a GraphQL RunEventType enum value.
+func (t *RunEventType) UnmarshalGQL(v any) error {
+	return unmarshalEnum(v, "RunEventType", t, runEventTypes...)
+}
+
+// unmarshalEnum sets *dst to the value of values whose upper-case spelling
+// v is.
+func unmarshalEnum[T ~string](v any, name string, dst *T, values ...T) error {
+	str, ok := v.(string)
+	if ok && str == strings.ToUpper(str) {
+		for _, want := range values {
+			if strings.ToUpper(string(want)) == str {
+				*dst = want
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%v is not a %s", v, name)
+}
+
+// Finished reports whether a run in status s is over: completed, failed or
+// cancelled. A finished run is blocked on no step.
+func (s Status) Finished() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// StepKey names a step: steps are keyed by run.
+type StepKey struct {
+	RunID  string
+	StepID string
+}
+
+// Step is one step of a run's journal: a *RunStep, *SleepStep or
+// *WaitStep.
+type Step interface {
+	// Base returns what every kind of step has.
+	Base() *StepBase
+}
+
+// StepBase is what every kind of step has.
+type StepBase struct {
+	RunID string
+	ID    string
+	Type  StepType
+	State StepState
+	// CreatedAt is when the step was added to the journal; steps are
+	// listed by (CreatedAt, ID).
+	CreatedAt Millis
+	// ResolvedAt is when the step was resolved: for a run step the end of
+	// the attempt that succeeded or failed for good, for a sleep or wait
+	// the time the engine recorded. Nil while unresolved.
+	ResolvedAt *Millis
+	// ParentStepID is the run step that encloses this one, if any.
+	ParentStepID *string
+}
+
+// Base returns b.
+func (b *StepBase) Base() *StepBase { return b }
+
+// Key returns the step's key.
+func (b *StepBase) Key() StepKey { return StepKey{RunID: b.RunID, StepID: b.ID} }
+
+// RunStep is a step that runs code, once per attempt.
+type RunStep struct {
+	StepBase
+	// MaxAttempts bounds the attempts; nil means unbounded.
+	MaxAttempts *int64
+	// AttemptCount is how many attempts the step has had.
+	AttemptCount int64
+	// NextAttemptAt is when the step is retried, while it is retrying: the
+	// next attempt time of its latest attempt.
+	NextAttemptAt *Millis
+}
+
+// SleepStep is a step that waits until WakeAt.
+type SleepStep struct {
+	StepBase
+	WakeAt Millis
+}
+
+// WaitStep is a step that waits for an inbound event named EventName, until
+// TimeoutAt when it has one.
+type WaitStep struct {
+	StepBase
+	EventName string
+	TimeoutAt *Millis
+
+	claimed  *InboundEvent
+	claimErr error
+}
+
+// ClaimedEvent returns the inbound event the step claimed, nil when it has
+// claimed none, or the DECODE_FAILED error of that event's row. It is read
+// with the step, in the same statement.
+func (w *WaitStep) ClaimedEvent() (*InboundEvent, error) { return w.claimed, w.claimErr }
+
+// Attempt is one attempt of a run step.
+type Attempt struct {
+	RunID  string
+	StepID string
+	ID     string
+	// Number is the attempt's place among its step's attempts by (start
+	// time, attempt id), from 1.
+	Number    int64
+	State     AttemptState
+	StartedAt Millis
+	EndedAt   *Millis
+	// ResultType is set exactly when the attempt succeeded; Result holds
+	// the returned JSON when it is ResultJSON (the text null for a
+	// returned null) and is nil otherwise.
+	ResultType *ResultType
+	Result     json.RawMessage
+	// ErrorName and ErrorMessage say how a failed attempt failed;
+	// ErrorMessage is set exactly when it failed.
+	ErrorName    *string
+	ErrorMessage *string
+	// NextAttemptAt is when a failed attempt's step is retried; nil when
+	// it is not.
+	NextAttemptAt *Millis
+}
+
+// InboundEvent is an event sent to a run for its wait steps.
+type InboundEvent struct {
+	RunID     string
+	ID        string
+	EventName string
+	// HasPayload is false for an event sent without a payload; Payload is
+	// then nil. An event whose payload is JSON null has HasPayload true and
+	// Payload the text null.
+	HasPayload bool
+	Payload    json.RawMessage
+	CreatedAt  Millis
+	// ClaimedBy is the wait step that claimed the event, ClaimedAt when;
+	// both nil while it is unclaimed.
+	ClaimedBy *string
+	ClaimedAt *Millis
+}
+
+// RunEvent is one entry of a run's lifecycle log.
+type RunEvent struct {
+	RunID      string
+	Seq        int64
+	Type       RunEventType
+	RecordedAt Millis
+	// CancellationReason is set only on a cancelled entry, and not always
+	// there.
+	CancellationReason *string
+}
+
+// StepResult is one step of a batch of step reads, nil when there is no
+// such step, or the DECODE_FAILED error of its row.
+type StepResult struct {
+	Step Step
+	Err  error
+}
+
+// AttemptResult is one attempt, or the DECODE_FAILED error of its row.
+type AttemptResult struct {
+	Attempt *Attempt
+	Err     error
+}
+
+// AttemptsResult is the attempts of one step of a batch, oldest first, or
+// the error the request alone failed with (a bad page size).
+type AttemptsResult struct {
+	Attempts []AttemptResult
+	Err      error
+}
+
+// StepPage is one page of a run's steps, read at the read's position.
+type StepPage struct {
+	Anchor   string
+	Edges    []StepEdge
+	PageInfo PageInfo
+}
+
+// StepEdge is one step of a page: Step, or Err when its row cannot be
+// decoded. The cursor is valid either way.
+type StepEdge struct {
+	Cursor string
+	Step   Step
+	Err    error
+}
+
+// StepPageResult is one page of a batch of step page reads, or the error
+// that request alone failed with (a bad page size or cursor).
+type StepPageResult struct {
+	Page *StepPage
+	Err  error
+}
+
+// InboundEventPage is one page of the events sent to a run.
+type InboundEventPage struct {
+	Anchor   string
+	Edges    []InboundEventEdge
+	PageInfo PageInfo
+}
+
+// InboundEventEdge is one inbound event of a page, or the DECODE_FAILED
+// error of its row.
+type InboundEventEdge struct {
+	Cursor string
+	Event  *InboundEvent
+	Err    error
+}
+
+// InboundEventPageResult is one page of a batch, or the error that request
+// alone failed with.
+type InboundEventPageResult struct {
+	Page *InboundEventPage
+	Err  error
+}
+
+// RunEventPage is one page of a run's lifecycle log.
+type RunEventPage struct {
+	Anchor   string
+	Edges    []RunEventEdge
+	PageInfo PageInfo
+}
+
+// RunEventEdge is one entry of a page, or the DECODE_FAILED error of its
+// row.
+type RunEventEdge struct {
+	Cursor string
+	Event  *RunEvent
+	Err    error
+}
+
+// RunEventPageResult is one page of a batch, or the error that request
+// alone failed with.
+type RunEventPageResult struct {
+	Page *RunEventPage
+	Err  error
+}
