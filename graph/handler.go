@@ -62,7 +62,7 @@ var DefaultOptions = Options{
 	MaxAliases:      200,
 	MaxTokens:       20_000,
 	MaxBodyBytes:    1 << 20,
-	BatchWait:       100 * time.Microsecond,
+	BatchWait:       50 * time.Microsecond,
 }
 
 func (o Options) withDefaults() Options {

@@ -23,6 +23,8 @@ type loaders struct {
 	children *batcher[pageKey, *snapshot.Page]
 	rounds   *batcher[pageKey, *snapshot.Page]
 	journal  *journalLoaders
+	// roots reads the ids of every root run field once, together.
+	roots sync.Once
 }
 
 // batcher is a loader that can also be filled ahead of time: prefetch knows

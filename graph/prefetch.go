@@ -177,3 +177,26 @@ func onlyRuns(snaps []snapshot.Snapshot) []*snapshot.Run {
 	}
 	return out
 }
+
+// rootRunIDs returns the ids of every root run field of the operation, so
+// that the first of them to resolve reads them all in one statement, instead
+// of each waiting on the loader's window to be batched.
+func rootRunIDs(ctx context.Context) []string {
+	oc := graphql.GetOperationContext(ctx)
+	if oc == nil || oc.Operation == nil {
+		return nil
+	}
+	var ids []string
+	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{"Query"}) {
+		if f.Name != "run" {
+			continue
+		}
+		func() {
+			defer func() { _ = recover() }() // malformed arguments are the resolver's to report
+			if id, ok := f.ArgumentMap(oc.Variables)["id"].(string); ok && snapshot.CheckID(id) == nil {
+				ids = append(ids, id)
+			}
+		}()
+	}
+	return ids
+}

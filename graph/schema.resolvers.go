@@ -23,7 +23,9 @@ func (r *queryResolver) Position(ctx context.Context) (*snapshot.Position, error
 
 // Run is the resolver for the run field.
 func (r *queryResolver) Run(ctx context.Context, id string) (snapshot.Snapshot, error) {
-	snap, err := loadersFrom(ctx).runs.Load(ctx, id)
+	l := loadersFrom(ctx)
+	l.roots.Do(func() { _, _ = l.runs.readAhead(ctx, rootRunIDs(ctx), runsBatch) })
+	snap, err := l.runs.Load(ctx, id)
 	if run, ok := snap.(*snapshot.Run); ok {
 		prefetch(ctx, graphql.GetFieldContext(ctx).Field.Selections, []*snapshot.Run{run})
 	}
