@@ -535,3 +535,20 @@ func TestABrokenRowFailsOnlyItsOwnElement(t *testing.T) {
 		}
 	})
 }
+
+func TestIntrospectionCanBeTurnedOff(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		on := fixture(t, d, graph.Options{})
+		if r := on.ok(`{ __schema { queryType { name } } }`, nil); get(r.Data, "__schema", "queryType", "name") != "Query" {
+			t.Fatalf("introspection on: %v", r.Data)
+		}
+		off := fixture(t, d, graph.Options{DisableIntrospection: true})
+		if r := off.do(`{ __schema { queryType { name } } }`, nil); !r.hasCode("BAD_USER_INPUT") {
+			t.Fatalf("introspection off: codes %v data %v", r.codes(), r.Data)
+		}
+		if r := off.ok(`{ position { revision } }`, nil); get(r.Data, "position", "revision") == nil {
+			t.Fatalf("queries must still work: %v", r.Data)
+		}
+	})
+}

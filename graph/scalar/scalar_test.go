@@ -1,0 +1,68 @@
+package scalar
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+func TestDateTime(t *testing.T) {
+	var b bytes.Buffer
+	MarshalDateTime(snapshot.Millis(1_764_470_802_123)).MarshalGQL(&b)
+	if b.String() != `"2025-11-30T02:46:42.123Z"` {
+		t.Fatalf("marshalled %s", b.String())
+	}
+	good := map[string]snapshot.Millis{
+		"2025-11-30T02:46:42.123Z":      1_764_470_802_123,
+		"2025-11-30T03:46:42.123+01:00": 1_764_470_802_123,
+		"1970-01-01T00:00:00Z":          0,
+	}
+	for in, want := range good {
+		if got, err := UnmarshalDateTime(in); err != nil || got != want {
+			t.Errorf("UnmarshalDateTime(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []any{"yesterday", "2025-11-30T02:46:42.1234Z", "1969-12-31T23:59:59Z", "2025-11-30", int64(5), nil} {
+		if _, err := UnmarshalDateTime(in); err == nil {
+			t.Errorf("UnmarshalDateTime(%v) accepted it", in)
+		}
+	}
+}
+
+func TestSafeInt(t *testing.T) {
+	var b bytes.Buffer
+	MarshalSafeInt(snapshot.MaxSafe).MarshalGQL(&b)
+	if b.String() != "9007199254740991" {
+		t.Fatalf("marshalled %s", b.String())
+	}
+	for _, in := range []any{int64(0), int64(snapshot.MaxSafe), json.Number("42"), float64(7), "12"} {
+		if _, err := UnmarshalSafeInt(in); err != nil {
+			t.Errorf("UnmarshalSafeInt(%v): %v", in, err)
+		}
+	}
+	for _, in := range []any{int64(-1), int64(snapshot.MaxSafe + 1), json.Number("1.5"), float64(1.5), "x", true, nil} {
+		if _, err := UnmarshalSafeInt(in); err == nil {
+			t.Errorf("UnmarshalSafeInt(%v) accepted it", in)
+		}
+	}
+}
+
+func TestJSONPassesThroughUnchanged(t *testing.T) {
+	raw := json.RawMessage(`{"b":1,"a":[true,null,"x"],"n":1.50}`)
+	var b bytes.Buffer
+	MarshalJSON(raw).MarshalGQL(&b)
+	if b.String() != string(raw) {
+		t.Fatalf("marshalled %s", b.String())
+	}
+	b.Reset()
+	MarshalJSON(nil).MarshalGQL(&b)
+	if b.String() != "null" {
+		t.Fatalf("nil marshalled as %s", b.String())
+	}
+	got, err := UnmarshalJSON(map[string]any{"k": []any{1.0, "v"}})
+	if err != nil || string(got) != `{"k":[1,"v"]}` {
+		t.Fatalf("UnmarshalJSON = %s, %v", got, err)
+	}
+}
