@@ -96,95 +96,78 @@ var runEventList = journalList{kind: cursor.Events, keyset: `SELECT v.seq AS ord
 // Results are in request order; a bad page size or cursor fails only its
 // request, a broken row only its edge.
 func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]StepPageResult, error) {
-	var out []StepPageResult
-	err := r.with(ctx, func(q *querier) error {
-		out = make([]StepPageResult, len(reqs))
-		var raw rawStep
-		pages := make([]*StepPage, len(reqs))
-		for i, req := range reqs {
-			pages[i] = &StepPage{Anchor: req.Anchor}
-		}
-		infos, err := q.journalPages(stepList, reqs, raw.dest(), func(i int, c string) {
-			step, err := raw.decode()
-			pages[i].Edges = append(pages[i].Edges, StepEdge{Cursor: c, Step: step, Err: err})
-		})
-		if err != nil {
-			return err
-		}
-		for i, info := range infos {
-			if info.err != nil {
-				out[i].Err = info.err
-				continue
-			}
-			pages[i].PageInfo = info.pageInfo
-			out[i].Page = pages[i]
-		}
-		return nil
+	var raw rawStep
+	edges, infos, err := readJournalPages(ctx, r, stepList, reqs, raw.dest(), func(c string) StepEdge {
+		step, err := raw.decode()
+		return StepEdge{Cursor: c, Step: step, Err: err}
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StepPageResult, len(reqs))
+	for i, info := range infos {
+		if out[i].Err = info.err; info.err == nil {
+			out[i].Page = &StepPage{Anchor: reqs[i].Anchor, Edges: edges[i], PageInfo: info.pageInfo}
+		}
+	}
+	return out, nil
 }
 
 // InboundEventPages reads a batch of pages of the events sent to runs,
 // ordered by (creation time, event id), in one statement. It reports
 // errors as StepPages does.
 func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]InboundEventPageResult, error) {
-	var out []InboundEventPageResult
-	err := r.with(ctx, func(q *querier) error {
-		out = make([]InboundEventPageResult, len(reqs))
-		var raw rawInbound
-		pages := make([]*InboundEventPage, len(reqs))
-		for i, req := range reqs {
-			pages[i] = &InboundEventPage{Anchor: req.Anchor}
-		}
-		infos, err := q.journalPages(inboundList, reqs, raw.dest(), func(i int, c string) {
-			ev, err := raw.decode()
-			pages[i].Edges = append(pages[i].Edges, InboundEventEdge{Cursor: c, Event: ev, Err: err})
-		})
-		if err != nil {
-			return err
-		}
-		for i, info := range infos {
-			if info.err != nil {
-				out[i].Err = info.err
-				continue
-			}
-			pages[i].PageInfo = info.pageInfo
-			out[i].Page = pages[i]
-		}
-		return nil
+	var raw rawInbound
+	edges, infos, err := readJournalPages(ctx, r, inboundList, reqs, raw.dest(), func(c string) InboundEventEdge {
+		ev, err := raw.decode()
+		return InboundEventEdge{Cursor: c, Event: ev, Err: err}
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]InboundEventPageResult, len(reqs))
+	for i, info := range infos {
+		if out[i].Err = info.err; info.err == nil {
+			out[i].Page = &InboundEventPage{Anchor: reqs[i].Anchor, Edges: edges[i], PageInfo: info.pageInfo}
+		}
+	}
+	return out, nil
 }
 
 // RunEventPages reads a batch of pages of runs' lifecycle logs, ordered by
 // seq, in one statement. It reports errors as StepPages does.
 func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]RunEventPageResult, error) {
-	var out []RunEventPageResult
-	err := r.with(ctx, func(q *querier) error {
-		out = make([]RunEventPageResult, len(reqs))
-		var raw rawRunEvent
-		pages := make([]*RunEventPage, len(reqs))
-		for i, req := range reqs {
-			pages[i] = &RunEventPage{Anchor: req.Anchor}
-		}
-		infos, err := q.journalPages(runEventList, reqs, raw.dest(), func(i int, c string) {
-			ev, err := raw.decode()
-			pages[i].Edges = append(pages[i].Edges, RunEventEdge{Cursor: c, Event: ev, Err: err})
-		})
-		if err != nil {
-			return err
-		}
-		for i, info := range infos {
-			if info.err != nil {
-				out[i].Err = info.err
-				continue
-			}
-			pages[i].PageInfo = info.pageInfo
-			out[i].Page = pages[i]
-		}
-		return nil
+	var raw rawRunEvent
+	edges, infos, err := readJournalPages(ctx, r, runEventList, reqs, raw.dest(), func(c string) RunEventEdge {
+		ev, err := raw.decode()
+		return RunEventEdge{Cursor: c, Event: ev, Err: err}
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunEventPageResult, len(reqs))
+	for i, info := range infos {
+		if out[i].Err = info.err; info.err == nil {
+			out[i].Page = &RunEventPage{Anchor: reqs[i].Anchor, Edges: edges[i], PageInfo: info.pageInfo}
+		}
+	}
+	return out, nil
+}
+
+// readJournalPages reads the pages of list for reqs in the read carried by
+// ctx, scanning each row into dest and making its edge with edge: per
+// request, its edges and its page info or error.
+func readJournalPages[E any](ctx context.Context, r *Reader, list journalList, reqs []PageRequest, dest []any, edge func(cursor string) E) ([][]E, []journalPageInfo, error) {
+	edges := make([][]E, len(reqs))
+	var infos []journalPageInfo
+	err := r.with(ctx, func(q *querier) error {
+		var err error
+		infos, err = q.journalPages(list, reqs, dest, func(i int, c string) {
+			edges[i] = append(edges[i], edge(c))
+		})
+		return err
+	})
+	return edges, infos, err
 }
 
 // journalPageInfo is what journalPages tells of one request: its page info,
