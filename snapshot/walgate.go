@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"os"
@@ -19,10 +20,15 @@ import (
 // reads from starting until the open ones have ended and the engine has
 // reset the WAL (or a short while has passed), then lets reads resume.
 // Reads are short, so a drain costs new reads a few milliseconds, rarely.
+//
+// Large means the WAL's content, not its file: a reset does not shrink the
+// file, so once the WAL has been reset the file's size stays put while the
+// WAL fills it again, and only the salts of its frames tell how much of it
+// is in use.
 type walGate struct {
 	walPath string
-	// Threshold is the WAL size above which a WAL that is not being reset
-	// triggers a drain.
+	// Threshold is the size of the WAL's content above which a WAL that is
+	// not being reset triggers a drain.
 	threshold int64
 	// interval is how often the WAL is looked at.
 	interval time.Duration
@@ -36,7 +42,7 @@ type walGate struct {
 	draining  chan struct{} // non-nil while draining; closed when it ends
 	lastLook  time.Time
 	lastStamp [8]byte // checkpoint sequence and salt-1 of the WAL header
-	lastSize  int64
+	lastSize  int64   // content size of the WAL at the last look
 	drains    int
 }
 
@@ -132,7 +138,13 @@ func (g *walGate) drain(idle chan struct{}, stamp [8]byte) {
 }
 
 // walStamp returns the WAL header's checkpoint sequence number and first
-// salt, which change whenever the WAL is reset, and the file's size.
+// salt, which change whenever the WAL is reset, and the size of the WAL's
+// content (see walInUse), or of its file when that cannot be told.
+//
+// It reads the -wal file only. SQLite holds POSIX advisory locks on the
+// database and -shm files, and closing any descriptor of a file drops every
+// such lock the process holds on it, those of SQLite's own connections
+// included; so flowsnap must never open and close either of them itself.
 func walStamp(path string) (stamp [8]byte, size int64, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -149,5 +161,46 @@ func walStamp(path string) (stamp [8]byte, size int64, ok bool) {
 	}
 	binary.BigEndian.PutUint32(stamp[:4], binary.BigEndian.Uint32(hdr[12:16]))
 	copy(stamp[4:], hdr[16:20])
-	return stamp, fi.Size(), true
+	size = fi.Size()
+	if used, ok := walInUse(f, hdr, size); ok {
+		size = used
+	}
+	return stamp, size, true
+}
+
+// walInUse returns how many bytes of the WAL file hold frames written since
+// the WAL was last reset. A reset makes SQLite write frames from the start
+// of the file again, under new salts, and leaves the older frames after
+// them; so the current frames are the longest run of frames from the start
+// whose headers carry the WAL header's salts, and a binary search over the
+// 24-byte frame headers finds where it ends. The layout is SQLite's WAL
+// file format: a 32-byte header with the page size at byte 8 and the salts
+// at 16..24, then frames of a 24-byte header (salts at 8..16) and a page.
+func walInUse(f *os.File, hdr [32]byte, size int64) (int64, bool) {
+	page := int64(binary.BigEndian.Uint32(hdr[8:12]))
+	if page < 512 || page > 65536 || page&(page-1) != 0 {
+		return 0, false
+	}
+	frame := 24 + page
+	current := func(i int64) (bool, error) {
+		var fh [24]byte
+		if _, err := f.ReadAt(fh[:], 32+i*frame); err != nil {
+			return false, err
+		}
+		return bytes.Equal(fh[8:16], hdr[16:24]), nil
+	}
+	lo, hi := int64(0), (size-32)/frame
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		ok, err := current(mid)
+		if err != nil {
+			return 0, false
+		}
+		if ok {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return 32 + lo*frame, true
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -100,18 +101,33 @@ func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[stri
 // stmt returns the cached statement for q, preparing it when new; nil when
 // the cache is full or preparing fails (the caller then runs q unprepared,
 // and meets the error there).
+//
+// Preparing needs a connection of the pool besides the caller's own, so it
+// is tried only when one is idle and for at most a millisecond, and never
+// under the cache's lock: with every connection held by an open read, a
+// caller waiting for one while holding the lock would stop all the others.
 func (c *stmtCache) stmt(ctx context.Context, q string) *sql.Stmt {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.m[q]; ok {
+	s, ok := c.m[q]
+	full := len(c.m) >= maxCachedStmts
+	c.mu.Unlock()
+	if ok {
 		return s
 	}
-	if len(c.m) >= maxCachedStmts {
+	if full || c.db.Stats().Idle == 0 {
 		return nil
 	}
-	s, err := c.db.PrepareContext(ctx, q)
+	pctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	s, err := c.db.PrepareContext(pctx, q)
 	if err != nil {
 		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[q]; ok {
+		_ = s.Close()
+		return old
 	}
 	c.m[q] = s
 	return s

@@ -1,0 +1,221 @@
+package snapshot_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
+)
+
+// testSeconds returns the duration set by the environment variable name, in
+// seconds, or def.
+func testSeconds(t testing.TB, name string, def float64) time.Duration {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return time.Duration(def * float64(time.Second))
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		t.Fatalf("%s=%q is not a positive number of seconds", name, s)
+	}
+	return time.Duration(v * float64(time.Second))
+}
+
+// TestReadsNeverSeeATornTransfer is the bank test: accounts are runs whose
+// state holds a balance, a writer moves amounts between two of them in one
+// transaction each, and readers that read every account — by batches of ids
+// and by pages of the children of the bank run, several statements per read
+// — must always see the same total. FLOWSNAP_BANK_TEST_SECONDS sets how
+// long the writer runs per dialect (default 4).
+func TestReadsNeverSeeATornTransfer(t *testing.T) {
+	t.Parallel()
+	duration := testSeconds(t, "FLOWSNAP_BANK_TEST_SECONDS", 4)
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		const accounts, opening, readers = 60, 100, 4
+		const total = accounts * opening
+		f := newFixture(t, d)
+		ids := make([]string, accounts)
+		runs := []engine.NewRun{{ID: "bank", FlowName: "bank"}}
+		for i := range ids {
+			ids[i] = fmt.Sprintf("account-%02d", i)
+			runs = append(runs, engine.NewRun{ID: ids[i], FlowName: "bank",
+				State:   json.RawMessage(fmt.Sprintf(`{"balance":%d}`, opening)),
+				Parents: []engine.ParentEdge{{ParentID: "bank", Seq: int64(i)}}})
+		}
+		f.create(t, runs...)
+
+		ctx, cancel := context.WithTimeout(context.Background(), duration)
+		defer cancel()
+		var transfers, reads, batchReads, pageReads, torn, late, backwards atomic.Int64
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(1, 2))
+			for ctx.Err() == nil {
+				a, b := rng.IntN(accounts), rng.IntN(accounts-1)
+				if b >= a {
+					b++
+				}
+				err := transfer(ctx, f.db, ids[a], ids[b], int64(1+rng.IntN(40)))
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					t.Errorf("transfer: %v", err)
+					return
+				}
+				transfers.Add(1)
+			}
+		}()
+		for g := range readers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var last snapshot.Position
+				for n := 0; ctx.Err() == nil; n++ {
+					byPages := (n+g)%2 == 1
+					sum, count, pos, maxRev, err := readAccounts(context.Background(), f.r, ids, byPages)
+					if err != nil {
+						t.Errorf("reading the accounts: %v", err)
+						return
+					}
+					reads.Add(1)
+					if byPages {
+						pageReads.Add(1)
+					} else {
+						batchReads.Add(1)
+					}
+					if sum != total || count != accounts {
+						torn.Add(1)
+						t.Errorf("a read at revision %d saw %d accounts holding %d, want %d holding %d", pos.Revision, count, sum, accounts, total)
+					}
+					if maxRev > pos.Revision {
+						late.Add(1)
+						t.Errorf("a read at revision %d saw a run at revision %d", pos.Revision, maxRev)
+					}
+					if pos.Revision < last.Revision || (last.Source != "" && pos.Source != last.Source) {
+						backwards.Add(1)
+						t.Errorf("a reader's position went from %+v back to %+v", last, pos)
+					}
+					last = pos
+				}
+			}()
+		}
+		wg.Wait()
+		t.Logf("%s: %d reads (%d by batches of ids, %d by pages of children), %d transfers, %d torn reads, %d runs after the position, %d positions going back",
+			d, reads.Load(), batchReads.Load(), pageReads.Load(), transfers.Load(), torn.Load(), late.Load(), backwards.Load())
+		if torn.Load() != 0 || late.Load() != 0 || backwards.Load() != 0 {
+			t.Fatalf("reads were not snapshots")
+		}
+		if transfers.Load() < 10 || batchReads.Load() < 10 || pageReads.Load() < 10 {
+			t.Fatalf("too little happened to tell: %d transfers, %d reads by batches, %d by pages", transfers.Load(), batchReads.Load(), pageReads.Load())
+		}
+		if sum, _, _, _, err := readAccounts(context.Background(), f.r, ids, false); err != nil || sum != total {
+			t.Fatalf("final total %d, %v; want %d", sum, err, total)
+		}
+		noOpenReads(t, f.ro)
+	})
+}
+
+type account struct {
+	Balance int64 `json:"balance"`
+}
+
+// transfer moves up to amount from one account to another in one
+// transaction.
+func transfer(ctx context.Context, db *store.DB, from, to string, amount int64) error {
+	return db.Write(ctx, func(tx store.Tx) error {
+		var raw [2]string
+		var acct [2]account
+		for i, id := range []string{from, to} {
+			if err := tx.QueryRow(ctx, `SELECT state_json FROM flows_runs WHERE run_id = $1`, id).Scan(&raw[i]); err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(raw[i]), &acct[i]); err != nil {
+				return err
+			}
+		}
+		amount = min(amount, acct[0].Balance)
+		acct[0].Balance -= amount
+		acct[1].Balance += amount
+		for i, id := range []string{from, to} {
+			state := fmt.Sprintf(`{"flowName":"bank","balance":%d}`, acct[i].Balance)
+			if _, err := tx.Exec(ctx, `UPDATE flows_runs SET state_json = $2 WHERE run_id = $1`, id, state); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// readAccounts reads every account in one read — by batches of 25 ids, or
+// by pages of 25 children of the bank run — and returns their total, how
+// many it found, the read's position and the highest revision among them.
+func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, byPages bool) (sum int64, count int, pos snapshot.Position, maxRev int64, err error) {
+	ctx, rd := r.Begin(ctx)
+	defer rd.End()
+	add := func(res snapshot.Result) error {
+		if res.Err != nil {
+			return res.Err
+		}
+		run, ok := res.Snapshot.(*snapshot.Run)
+		if !ok {
+			return fmt.Errorf("account %s is missing", res.Snapshot.SnapshotID())
+		}
+		var a account
+		if err := json.Unmarshal(run.State, &a); err != nil {
+			return err
+		}
+		sum += a.Balance
+		count++
+		maxRev = max(maxRev, run.Revision)
+		return nil
+	}
+	const size = 25
+	if byPages {
+		var after *string
+		for {
+			p, err := r.Children(ctx, snapshot.PageRequest{Anchor: "bank", First: ptr(size), After: after})
+			if err != nil {
+				return 0, 0, pos, 0, err
+			}
+			for _, e := range p.Edges {
+				if err := add(e.Node); err != nil {
+					return 0, 0, pos, 0, err
+				}
+			}
+			if !p.PageInfo.HasNextPage {
+				break
+			}
+			after = p.PageInfo.EndCursor
+		}
+	} else {
+		for i := 0; i < len(ids); i += size {
+			res, err := r.Runs(ctx, ids[i:min(i+size, len(ids))])
+			if err != nil {
+				return 0, 0, pos, 0, err
+			}
+			for _, x := range res {
+				if err := add(x); err != nil {
+					return 0, 0, pos, 0, err
+				}
+			}
+		}
+	}
+	pos, _ = rd.Position()
+	return sum, count, pos, maxRev, nil
+}
