@@ -552,3 +552,28 @@ func TestIntrospectionCanBeTurnedOff(t *testing.T) {
 		}
 	})
 }
+
+func TestPersistedQueries(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := fixture(t, d, graph.Options{})
+		query := `{ run(id: "runner") { ... on Run { status } } }`
+		sum := sha256.Sum256([]byte(query))
+		ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
+		post := func(body map[string]any) *response {
+			b, _ := json.Marshal(body)
+			req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(b))
+			req.Header.Set("Content-Type", "application/json")
+			return e.send(req)
+		}
+		if r := post(map[string]any{"extensions": ext}); len(r.Errors) == 0 || r.Errors[0].Message != "PersistedQueryNotFound" {
+			t.Fatalf("an unknown hash must ask for the query: %+v", r.Errors)
+		}
+		if r := post(map[string]any{"query": query, "extensions": ext}); get(r.Data, "run", "status") != "RUNNING" {
+			t.Fatalf("registering: %+v %v", r.Errors, r.Data)
+		}
+		if r := post(map[string]any{"extensions": ext}); get(r.Data, "run", "status") != "RUNNING" || r.Extensions["position"] == nil {
+			t.Fatalf("by hash: %+v %v", r.Errors, r.Data)
+		}
+	})
+}

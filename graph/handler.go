@@ -96,7 +96,8 @@ func (o Options) withDefaults() Options {
 
 // NewHandler returns the GraphQL endpoint over reader: POST and GET (GET runs
 // queries only), answering application/graphql-response+json or
-// application/json as the client accepts. Each operation reads in one
+// application/json as the client accepts, with automatic persisted queries
+// (the client sends the query's SHA-256 in extensions.persistedQuery). Each operation reads in one
 // snapshot transaction, opened at its first read and ended when its response
 // is complete; the response carries the position in extensions.position.
 func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
@@ -107,6 +108,9 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	// Persisted queries let a dashboard send a hash instead of its query,
+	// which keeps GET URLs short and cacheable.
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetErrorPresenter(presenter(opts.Logger))
 	srv.SetRecoverFunc(recoverer(opts.Logger))
