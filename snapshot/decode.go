@@ -14,7 +14,8 @@ import (
 
 // runColumns are the columns of a run read, in the order rawRun.dest scans
 // them. The earliest spawn edge's parent is read beside the row so that the
-// effective parent can be checked (invariant 3) without another statement.
+// effective parent can be checked (invariant 3) without another statement;
+// only a run without parent_run_id needs it.
 const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
 	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,
@@ -22,7 +23,8 @@ const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
 	r.state_json, r.parent_run_id, r.execution_parent_id, r.lineage_id, r.round_ordinal,
 	r.cancel_requested_at_ms, r.cancel_acknowledgement_json,
 	r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token, r.waiting_request,
-	(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1)`
+	CASE WHEN r.parent_run_id IS NULL THEN
+		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END`
 
 func (q *querier) selectRuns() string {
 	return `WITH q(id) AS (` + q.dialect().TextList(1) + `)
@@ -250,8 +252,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 		}
 	}
 
-	run.State = d.json("state_json", w.state)
-	run.FlowName = flowName(d, run.State)
+	run.State, run.FlowName = state(d, w.state)
 
 	// 3. the effective parent.
 	run.ParentRunID = d.optIdent("parent_run_id", w.parentRunID)
@@ -309,28 +310,39 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 	return run
 }
 
-// flowName returns the state's flowName, which must be a non-empty string
-// in a JSON object.
-func flowName(d *decodeError, state json.RawMessage) string {
-	if state == nil {
-		return ""
+// state returns the state column and its flowName, which must be a
+// non-empty string in a JSON object. One json.Unmarshal both validates the
+// whole document and finds the name; the state is the largest column of a
+// run, and this is the hottest decoding there is.
+func state(d *decodeError, v any) (json.RawMessage, string) {
+	s := d.text("state_json", v)
+	if d.msg != "" {
+		return nil, ""
 	}
-	if t := bytes.TrimLeft(state, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+	var probe struct {
+		FlowName json.RawMessage `json:"flowName"`
+	}
+	if err := json.Unmarshal([]byte(s), &probe); err != nil {
+		if !json.Valid([]byte(s)) {
+			d.fail("column state_json is not valid JSON")
+		} else {
+			d.fail("state_json is not a JSON object")
+		}
+		return nil, ""
+	}
+	if t := strings.TrimLeft(s, " \t\r\n"); t == "" || t[0] != '{' {
 		d.fail("state_json is not a JSON object")
-		return ""
+		return nil, ""
 	}
-	var s struct {
-		FlowName *json.RawMessage `json:"flowName"`
-	}
-	if err := json.Unmarshal(state, &s); err != nil || s.FlowName == nil {
+	if probe.FlowName == nil {
 		d.fail("state_json has no flowName")
-		return ""
+		return nil, ""
 	}
 	var name string
-	if err := json.Unmarshal(*s.FlowName, &name); err != nil || strings.TrimSpace(name) == "" {
+	if err := json.Unmarshal(probe.FlowName, &name); err != nil || strings.TrimSpace(name) == "" {
 		d.fail("state_json's flowName is not a non-empty string")
 	}
-	return name
+	return json.RawMessage(s), name
 }
 
 func cancelAck(d *decodeError, raw json.RawMessage) *CancelAcknowledgement {
