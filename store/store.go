@@ -104,6 +104,13 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if cfg.MaxConns < int32(opts.MaxReaders)+2 {
 		cfg.MaxConns = int32(opts.MaxReaders) + 2
 	}
+	// flowsnap's statements are few, prepared once per connection by pgx,
+	// and their best plans do not depend on their parameters (index seeks
+	// by key). PostgreSQL would otherwise plan many of them afresh on every
+	// execution, which costs more than running them.
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	where := fmt.Sprintf("PostgreSQL database %q on %s:%d", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
