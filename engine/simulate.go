@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -137,8 +138,12 @@ type simRun struct {
 	eventName               string
 	timesOut                bool
 	steps, attempts, events int
-	children                int64
-	cancelRequested, acked  bool
+	// tag ends the ids of journal rows the simulator adds to a run it
+	// picked up from the store: a simulator that ran on it before (or the
+	// seed) counted from the same start, and its ids must not collide.
+	tag                    string
+	children               int64
+	cancelRequested, acked bool
 }
 
 // pool is a set of run ids with random picks.
@@ -214,7 +219,7 @@ WHERE r.status = 'suspended' AND s.state = 'waiting'`
 SELECT a.run_id, a.step_id, a.attempt_id FROM flows_step_attempts a
 JOIN flows_runs r ON r.run_id = a.run_id
 WHERE r.status = 'running' AND a.state = 'started'`
-	sqlSimLatest = `SELECT COALESCE(MAX(created_at_ms), 0) FROM flows_runs`
+	sqlSimLatest = `SELECT COALESCE(MAX(created_at_ms), 0), (SELECT revision FROM flows_run_source) FROM flows_runs`
 )
 
 // load picks up unfinished runs (to carry on with) and finished ones (to
@@ -225,8 +230,8 @@ func (s *sim) load(ctx context.Context, db *store.DB) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var latest int64
-	if err := tx.QueryRow(ctx, sqlSimLatest).Scan(&latest); err != nil {
+	var latest, revision int64
+	if err := tx.QueryRow(ctx, sqlSimLatest).Scan(&latest, &revision); err != nil {
 		return fault.Wrap(fault.PersistenceFailed, err, "reading the store's latest run")
 	}
 	s.offset = max(0, latest+1-time.Now().UnixMilli())
@@ -252,8 +257,11 @@ func (s *sim) load(ctx context.Context, db *store.DB) error {
 			r.lineage, r.ordinal = *lin, *ord
 		}
 		r.cancelRequested, r.acked = req != nil, ack != nil
-		// Steps the simulator adds must not collide with the seeded ones.
+		// Journal rows the simulator adds must not collide with those of
+		// the seed (numbered below 100) nor of an earlier simulator (tagged
+		// with the revision it started at; the revision only grows).
 		r.steps, r.attempts, r.events = 100, 100, 100
+		r.tag = "." + strconv.FormatInt(revision, 36)
 		s.runs[r.id] = &r
 		s.poolOf(r.status).add(r.id)
 	}
@@ -482,7 +490,7 @@ func (s *sim) start(ctx context.Context, t *Tx, id string) error {
 func (s *sim) openRunStep(ctx context.Context, t *Tx, r *simRun) error {
 	s.remember(r)
 	r.steps++
-	r.step, r.stepType = fmt.Sprintf("%03d-work", r.steps), string(StepRun)
+	r.step, r.stepType = fmt.Sprintf("%03d-work%s", r.steps, r.tag), string(StepRun)
 	if err := t.AddStep(ctx, r.id, Step{ID: r.step, Type: StepRun, MaxAttempts: 3}); err != nil {
 		return err
 	}
@@ -491,7 +499,7 @@ func (s *sim) openRunStep(ctx context.Context, t *Tx, r *simRun) error {
 
 func (s *sim) startAttempt(ctx context.Context, t *Tx, r *simRun) error {
 	r.attempts++
-	r.attempt = fmt.Sprintf("a%d", r.attempts)
+	r.attempt = fmt.Sprintf("a%d%s", r.attempts, r.tag)
 	return t.StartAttempt(ctx, r.id, r.step, r.attempt)
 }
 
@@ -581,12 +589,12 @@ func (s *sim) wait(ctx context.Context, t *Tx, id string) error {
 	var step Step
 	if s.r.IntN(2) == 0 {
 		w.Reason, w.WakeAt = "timer", now+5000
-		step = Step{ID: fmt.Sprintf("%03d-sleep", r.steps), Type: StepSleep, WakeAt: w.WakeAt}
+		step = Step{ID: fmt.Sprintf("%03d-sleep%s", r.steps, r.tag), Type: StepSleep, WakeAt: w.WakeAt}
 	} else {
 		ev := seedEvents[s.r.IntN(len(seedEvents))]
 		w.Reason, w.Token = "event", fmt.Sprintf("wt_%016x%016x", s.r.Uint64(), s.r.Uint64())
 		w.Request = json.RawMessage(fmt.Sprintf(`{"eventName":%q}`, ev))
-		step = Step{ID: fmt.Sprintf("%03d-wait-%s", r.steps, ev), Type: StepWait, EventName: ev, TimeoutAt: now + 60000}
+		step = Step{ID: fmt.Sprintf("%03d-wait-%s%s", r.steps, ev, r.tag), Type: StepWait, EventName: ev, TimeoutAt: now + 60000}
 	}
 	if err := t.AddStep(ctx, id, step); err != nil {
 		return err
@@ -618,7 +626,7 @@ func (s *sim) wake(ctx context.Context, t *Tx, id string) error {
 			break
 		}
 		r.events++
-		ev := InboundEvent{ID: fmt.Sprintf("e%d", r.events), RunID: id, Name: r.eventName}
+		ev := InboundEvent{ID: fmt.Sprintf("e%d%s", r.events, r.tag), RunID: id, Name: r.eventName}
 		switch s.r.IntN(3) {
 		case 0:
 			ev.Payload = json.RawMessage(`{"ok":true}`)

@@ -80,3 +80,26 @@ func TestSimulateKeepsWriting(t *testing.T) {
 		}
 	})
 }
+
+// TestSimulateCanBeRestartedOnItsOwnStore runs the simulated engine three
+// times, with the same seed, on one store: each run picks up the runs the
+// one before left open and must not reuse the ids of their journal rows.
+func TestSimulateCanBeRestartedOnItsOwnStore(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		db := storetest.Open(t, d)
+		seed(t, db, SeedOptions{Runs: 300, Seed: 3})
+		for i := range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			stats, err := simulate(ctx, db, SimOptions{Rate: 400, Seed: 1})
+			cancel()
+			if err != nil {
+				t.Fatalf("simulate, round %d: %v", i+1, err)
+			}
+			if stats.Transactions == 0 {
+				t.Fatalf("simulate, round %d: no transaction", i+1)
+			}
+		}
+	})
+}
