@@ -56,6 +56,10 @@ func demo(ctx context.Context, opts demoOptions) error {
 		if errors.Is(err, context.Canceled) {
 			err = nil
 		}
+		if err != nil {
+			// The store stays readable; say so now rather than at exit.
+			fmt.Fprintf(out, "the simulated engine stopped: %v\n", err)
+		}
 		simErr <- err
 	}()
 
