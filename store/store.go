@@ -306,13 +306,11 @@ func (db *DB) Write(ctx context.Context, fn func(Tx) error) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil {
+		p := recover()
+		if err != nil || p != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
-	}()
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+		if p != nil {
 			panic(p)
 		}
 	}()
