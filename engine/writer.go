@@ -473,18 +473,8 @@ func (t *Tx) RequestCancel(ctx context.Context, runID string) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	n, err := t.tx.Exec(ctx, sqlRequestCancel, runID, t.now())
-	if err != nil {
-		return persistence(err, "requesting cancellation of run %q", runID)
-	}
-	if n == 1 {
-		return nil
-	}
-	var one int64
-	if err := t.tx.QueryRow(ctx, sqlCancelRequested, runID).Scan(&one); err == nil {
-		return nil
-	}
-	return t.refuse(ctx, runID, "request cancellation of", "an unfinished run")
+	return t.once(ctx, runID, "request cancellation of", "an unfinished run",
+		sqlCancelRequested, sqlRequestCancel, runID, t.now())
 }
 
 const sqlAcknowledgeCancel = `
@@ -520,18 +510,8 @@ func (t *Tx) AcknowledgeCancel(ctx context.Context, runID string, owner Owner) e
 	if err != nil {
 		return err
 	}
-	n, err := t.tx.Exec(ctx, sqlAcknowledgeCancel, runID, string(raw))
-	if err != nil {
-		return persistence(err, "acknowledging cancellation of run %q", runID)
-	}
-	if n == 1 {
-		return nil
-	}
-	var one int64
-	if err := t.tx.QueryRow(ctx, sqlCancelAcknowledged, runID).Scan(&one); err == nil {
-		return nil
-	}
-	return t.refuse(ctx, runID, "acknowledge cancellation of", "a run whose cancellation was requested")
+	return t.once(ctx, runID, "acknowledge cancellation of", "a run whose cancellation was requested",
+		sqlCancelAcknowledged, sqlAcknowledgeCancel, runID, string(raw))
 }
 
 const sqlCancel = `
@@ -886,6 +866,25 @@ func (t *Tx) update(ctx context.Context, runID, action, want, query string, args
 		return t.refuse(ctx, runID, action, want)
 	}
 	return nil
+}
+
+// once runs an update that records something the first time only: when it
+// changes no row and done (a query on $1, the run id) finds it recorded
+// already, that is success, and nothing changes; otherwise the run is not in
+// a state that allows it.
+func (t *Tx) once(ctx context.Context, runID, action, want, done, query string, args ...any) error {
+	n, err := t.tx.Exec(ctx, query, args...)
+	if err != nil {
+		return persistence(err, "%s run %q", action, runID)
+	}
+	if n == 1 {
+		return nil
+	}
+	var one int64
+	if err := t.tx.QueryRow(ctx, done, runID).Scan(&one); err == nil {
+		return nil
+	}
+	return t.refuse(ctx, runID, action, want)
 }
 
 // mustExist fails unless run runID exists: the store would refuse an edge
