@@ -78,8 +78,8 @@ func (r *Reader) page(ctx context.Context, kind cursor.Kind, req PageRequest) (*
 }
 
 // Pages reads a batch of pages of one kind (cursor.Children or
-// cursor.Rounds) in two statements whatever the batch's size: one for the
-// edges of every page, one for their runs. Results are in request order.
+// cursor.Rounds), edges and runs, in one statement whatever the batch's
+// size. Results are in request order.
 func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
 	if kind != cursor.Children && kind != cursor.Rounds {
 		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
@@ -159,32 +159,37 @@ func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, err
 		return out, nil
 	}
 
-	// One statement for the edges of every page.
-	var sql strings.Builder
+	// One statement for every page: the edges of each page's keyset, with
+	// their runs joined in, so a page costs one round trip.
+	var union strings.Builder
 	args := make([]any, 0, 4*len(wants))
 	for i, w := range wants {
 		if i > 0 {
-			sql.WriteString("\nUNION ALL\n")
+			union.WriteString("\nUNION ALL\n")
 		}
 		n := len(args)
-		fmt.Fprintf(&sql, "SELECT %d AS w, p%d.ord, p%d.id FROM (", i, i, i)
-		fmt.Fprintf(&sql, keysetQuery[kind], n+1, n+2, n+3, n+4)
-		fmt.Fprintf(&sql, ") AS p%d", i)
+		fmt.Fprintf(&union, "SELECT %d AS w, p%d.ord, p%d.id FROM (", i, i, i)
+		fmt.Fprintf(&union, keysetQuery[kind], n+1, n+2, n+3, n+4)
+		fmt.Fprintf(&union, ") AS p%d", i)
 		args = append(args, w.key, w.after.Ordinal, w.after.Last, w.size+1)
 	}
 	// UNION ALL keeps no order of its own; sorting at most 200 pages of 201
 	// rows is cheap.
-	sql.WriteString("\nORDER BY 1, 2, 3")
-	rows, err := q.query(sql.String(), args...)
+	rows, err := q.query(`SELECT q.w, q.ord, `+runColumns+`
+FROM (`+union.String()+`) AS q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id
+LEFT JOIN flows_runs r ON r.run_id = q.id
+ORDER BY q.w, q.ord, q.id`, args...)
 	if err != nil {
 		return nil, persistence(err, "reading "+string(kind))
 	}
 	defer rows.Close()
-	var ids []string
+	var wi, ord int64
+	var raw rawRun
+	dest := append([]any{&wi, &ord}, raw.dest()...)
 	for rows.Next() {
-		var wi, ord int64
-		var id string
-		if err := rows.Scan(&wi, &ord, &id); err != nil {
+		raw = rawRun{}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, persistence(err, "reading "+string(kind))
 		}
 		if wi < 0 || int(wi) >= len(wants) {
@@ -196,29 +201,12 @@ func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, err
 			page.PageInfo.HasNextPage = true
 			continue
 		}
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: kind, Ordinal: ord, Last: id})
-		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: id})
-		ids = append(ids, id)
+		snap, err := raw.decode(q.pos())
+		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: kind, Ordinal: ord, Last: raw.id})
+		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result{Snapshot: snap, Err: err}})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, persistence(err, "reading "+string(kind))
-	}
-	rows.Close()
-
-	// One statement for the runs of every page.
-	if len(ids) > 0 {
-		nodes, err := q.runs(ids)
-		if err != nil {
-			return nil, err
-		}
-		k := 0
-		for _, w := range wants {
-			page := out[w.req].Page
-			for e := range page.Edges {
-				page.Edges[e].Node = nodes[k]
-				k++
-			}
-		}
 	}
 	for _, w := range wants {
 		page := out[w.req].Page
