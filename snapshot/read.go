@@ -51,9 +51,10 @@ type Read struct {
 }
 
 // Begin returns a context whose reads all happen in one transaction, and
-// that transaction. Nothing is opened until the first read; the caller must
-// call End when the operation is complete, on every path. ctx bounds the
-// whole transaction.
+// that transaction. Nothing is opened until the first read, with that read's
+// context (which carries the operation's deadline); the caller must call End
+// when the operation is complete, on every path. ctx is kept for End's
+// rollback, which runs even after ctx is done.
 func (r *Reader) Begin(ctx context.Context) (context.Context, *Read) {
 	rd := &Read{r: r, ctx: ctx}
 	return context.WithValue(ctx, readKey{}, rd), rd
