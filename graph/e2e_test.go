@@ -40,6 +40,7 @@ const (
 type env struct {
 	t      *testing.T
 	db     *store.DB
+	reader *snapshot.Reader
 	url    string
 	mu     sync.Mutex
 	bodies [][]byte // every response body, for the token scan
@@ -103,6 +104,7 @@ func fixture(t *testing.T, d store.Dialect, opts graph.Options) *env {
 
 	e := &env{t: t, db: db}
 	reader := snapshot.NewReader(storetest.OpenReader(t, dsn))
+	e.reader = reader
 	opts.OnOperation = func(rd *snapshot.Read) {
 		e.mu.Lock()
 		e.stmts = append(e.stmts, rd.Statements())
@@ -575,6 +577,33 @@ func TestPersistedQueries(t *testing.T) {
 		}
 		if r := post(map[string]any{"extensions": ext}); get(r.Data, "run", "status") != "RUNNING" || r.Extensions["position"] == nil {
 			t.Fatalf("by hash: %+v %v", r.Errors, r.Data)
+		}
+	})
+}
+
+func TestAStoreThatGoesAwayIsAPersistenceFailure(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := fixture(t, d, graph.Options{})
+		e.ok(`{ position { revision } }`, nil)
+		// The store goes away under the server: on PostgreSQL its tables
+		// are dropped, on SQLite its connections are closed.
+		if d == store.Postgres {
+			must(t, e.db.Write(context.Background(), func(tx store.Tx) error {
+				_, err := tx.Exec(context.Background(), `DROP TABLE flows_run_source CASCADE`)
+				return err
+			}))
+		} else {
+			e.reader.DB().Close()
+		}
+		r := e.do(`{ position { revision } run(id: "runner") { __typename } }`, nil)
+		if !r.hasCode("PERSISTENCE_FAILED") || r.Extensions["position"] != nil {
+			t.Fatalf("codes %v, extensions %v", r.codes(), r.Extensions)
+		}
+		for _, er := range r.Errors {
+			if strings.Contains(er.Message, "flows_") || strings.Contains(er.Message, "SQLSTATE") || strings.Contains(er.Message, ".db") {
+				t.Errorf("message %q shows the store's internals", er.Message)
+			}
 		}
 	})
 }

@@ -149,7 +149,7 @@ func (rd *Read) open(ctx context.Context) error {
 	var rev int64
 	if err := tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
 		if err == store.ErrNoRows {
-			return fault.Errorf(fault.PersistenceFailed, "%s has no position row: it is not an engine store", rd.r.db)
+			return fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
 		}
 		return persistence(err, "reading the position")
 	}

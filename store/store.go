@@ -334,8 +334,11 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// persistence reports a failed database call. The message, which a client
+// may see, says what failed; which database, and the driver's words, stay in
+// the cause, for logs.
 func (db *DB) persistence(err error, doing string) error {
-	return fault.Wrap(fault.PersistenceFailed, err, "%s in %s failed", doing, db.where)
+	return fault.Wrap(fault.PersistenceFailed, fmt.Errorf("%s: %w", db.where, err), "%s in the store failed", doing)
 }
 
 // TextList returns a SELECT of one text column, id, holding the elements of
