@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
@@ -183,48 +182,18 @@ type journalPageInfo struct {
 // list order.
 func (q *querier) journalPages(l journalList, reqs []PageRequest, dest []any, keep func(req int, cursor string)) ([]journalPageInfo, error) {
 	infos := make([]journalPageInfo, len(reqs))
-	var wants []pageWant
-	for i, req := range reqs {
-		size, err := pageSize(req.First)
-		if err == nil {
-			err = CheckID(req.Anchor)
-		}
-		w := pageWant{req: i, key: req.Anchor, size: size, after: cursor.Cursor{Ordinal: -1}}
-		if err == nil && req.After != nil {
-			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, l.kind)
-		}
-		if err != nil {
-			infos[i].err = err
-			continue
-		}
-		wants = append(wants, w)
+	wants, errs := q.pageWants(l.kind, reqs, func(req PageRequest) string { return req.Anchor })
+	for i, err := range errs {
+		infos[i].err = err
 	}
 	if len(wants) == 0 {
 		return infos, nil
 	}
 
-	var sql strings.Builder
-	args := make([]any, 0, 4*len(wants))
-	for i, w := range wants {
-		if i > 0 {
-			sql.WriteString("\nUNION ALL\n")
-		}
-		first := len(args) + 1
-		args = append(args, w.key, w.after.Ordinal)
-		last := 0
-		if l.hasLast {
-			args = append(args, w.after.Last)
-			last = len(args)
-		}
-		args = append(args, w.size+1)
-		fmt.Fprintf(&sql, "SELECT %d AS w, p%d.* FROM (", i, i)
-		fmt.Fprintf(&sql, l.keyset, first, first+1, last, len(args))
-		fmt.Fprintf(&sql, ") AS p%d", i)
-	}
+	union, args := keysetUnion(l.keyset, "p.*", wants, l.hasLast)
 	// UNION ALL keeps no order of its own; sorting at most 500 pages of 201
 	// rows is cheap.
-	sql.WriteString("\nORDER BY 1, 2, 3")
-	rows, err := q.query(sql.String(), args...)
+	rows, err := q.query(union+"\nORDER BY 1, 2, 3", args...)
 	if err != nil {
 		return nil, persistence(err, "reading "+string(l.kind))
 	}

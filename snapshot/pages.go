@@ -127,33 +127,68 @@ type pageWant struct {
 	size  int
 }
 
-func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
-	out := make([]PageResult, len(reqs))
-	var wants []pageWant
+// pageWants checks each request's page size, anchor and cursor (which must
+// belong to kind, the anchor and this store): errs holds each request's
+// problem, wants the requests that can be read, keyed by key(req).
+func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageRequest) string) (wants []pageWant, errs []error) {
+	errs = make([]error, len(reqs))
 	for i, req := range reqs {
 		size, err := pageSize(req.First)
+		if err == nil {
+			err = CheckID(req.Anchor)
+		}
+		w := pageWant{req: i, key: key(req), size: size, after: cursor.Cursor{Ordinal: -1}}
+		if err == nil && req.After != nil {
+			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, kind)
+		}
 		if err != nil {
-			out[i].Err = err
+			errs[i] = err
 			continue
 		}
-		if err := CheckID(req.Anchor); err != nil {
-			out[i].Err = err
-			continue
-		}
-		w := pageWant{req: i, key: req.Anchor, size: size, after: cursor.Cursor{Ordinal: -1}}
-		if kind == cursor.Rounds {
-			w.key = req.Lineage
-		}
-		if req.After != nil {
-			c, err := cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, kind)
-			if err != nil {
-				out[i].Err = err
-				continue
-			}
-			w.after = c
-		}
-		out[i].Page = &Page{Anchor: req.Anchor}
 		wants = append(wants, w)
+	}
+	return wants, errs
+}
+
+// keysetUnion is one UNION ALL of keyset per want, each selecting the want's
+// index as w and then cols of its slice, and the arguments that bind it.
+// keyset takes its placeholders by index: %[1]d the key, %[2]d the ordinal,
+// %[3]d the last id (bound only when hasLast) and %[4]d the limit, one more
+// than the page size so that hasNextPage needs no second look.
+func keysetUnion(keyset, cols string, wants []pageWant, hasLast bool) (string, []any) {
+	var sql strings.Builder
+	args := make([]any, 0, 4*len(wants))
+	for i, w := range wants {
+		if i > 0 {
+			sql.WriteString("\nUNION ALL\n")
+		}
+		first := len(args) + 1
+		args = append(args, w.key, w.after.Ordinal)
+		last := 0
+		if hasLast {
+			args = append(args, w.after.Last)
+			last = len(args)
+		}
+		args = append(args, w.size+1)
+		fmt.Fprintf(&sql, "SELECT %d AS w, %s FROM (", i, strings.ReplaceAll(cols, "p.", fmt.Sprintf("p%d.", i)))
+		fmt.Fprintf(&sql, keyset, first, first+1, last, len(args))
+		fmt.Fprintf(&sql, ") AS p%d", i)
+	}
+	return sql.String(), args
+}
+
+func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
+	out := make([]PageResult, len(reqs))
+	wants, errs := q.pageWants(kind, reqs, func(req PageRequest) string {
+		if kind == cursor.Rounds {
+			return req.Lineage
+		}
+		return req.Anchor
+	})
+	for i, req := range reqs {
+		if out[i].Err = errs[i]; errs[i] == nil {
+			out[i].Page = &Page{Anchor: req.Anchor}
+		}
 	}
 	if len(wants) == 0 {
 		return out, nil
@@ -161,22 +196,11 @@ func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, err
 
 	// One statement for every page: the edges of each page's keyset, with
 	// their runs joined in, so a page costs one round trip.
-	var union strings.Builder
-	args := make([]any, 0, 4*len(wants))
-	for i, w := range wants {
-		if i > 0 {
-			union.WriteString("\nUNION ALL\n")
-		}
-		n := len(args)
-		fmt.Fprintf(&union, "SELECT %d AS w, p%d.ord, p%d.id FROM (", i, i, i)
-		fmt.Fprintf(&union, keysetQuery[kind], n+1, n+2, n+3, n+4)
-		fmt.Fprintf(&union, ") AS p%d", i)
-		args = append(args, w.key, w.after.Ordinal, w.after.Last, w.size+1)
-	}
+	union, args := keysetUnion(keysetQuery[kind], "p.ord, p.id", wants, true)
 	// UNION ALL keeps no order of its own; sorting at most 200 pages of 201
 	// rows is cheap.
 	rows, err := q.query(`SELECT q.w, q.ord, `+runColumns+`
-FROM (`+union.String()+`) AS q
+FROM (`+union+`) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 ORDER BY q.w, q.ord, q.id`, args...)
