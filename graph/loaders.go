@@ -126,39 +126,21 @@ const (
 func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
 	l := &loaders{journal: newJournalLoaders(reader, wait)}
 	pages := func(kind cursor.Kind) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
-		return func(ctx context.Context, keys []pageKey) ([]*snapshot.Page, []error) {
-			reqs := make([]snapshot.PageRequest, len(keys))
-			for i, k := range keys {
-				reqs[i] = k.request()
-			}
-			res, err := reader.Pages(ctx, kind, reqs)
-			out, errs := make([]*snapshot.Page, len(keys)), make([]error, len(keys))
-			for i := range keys {
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				out[i], errs[i] = res[i].Page, res[i].Err
-				if out[i] != nil {
-					for _, e := range out[i].Edges {
-						l.prime(e.RunID, e.Node)
-					}
-				}
-			}
-			return out, errs
+		read := func(ctx context.Context, reqs []snapshot.PageRequest) ([]snapshot.PageResult, error) {
+			return reader.Pages(ctx, kind, reqs)
 		}
+		return pageLoader(read, func(r snapshot.PageResult) (*snapshot.Page, error) {
+			if r.Page != nil {
+				for _, e := range r.Page.Edges {
+					l.prime(e.RunID, e.Node)
+				}
+			}
+			return r.Page, r.Err
+		})
 	}
 	l.runs = newBatcher(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
 		res, err := reader.Load(ctx, ids)
-		out, errs := make([]snapshot.Snapshot, len(ids)), make([]error, len(ids))
-		for i := range ids {
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			out[i], errs[i] = res[i].Snapshot, res[i].Err
-		}
-		return out, errs
+		return spread(len(ids), err, func(i int) (snapshot.Snapshot, error) { return res[i].Snapshot, res[i].Err })
 	}, wait, runsBatch)
 	l.children = newBatcher(pages(cursor.Children), wait, pagesBatch)
 	l.rounds = newBatcher(pages(cursor.Rounds), wait, pagesBatch)
