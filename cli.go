@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -42,7 +44,14 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH")},
 		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION")},
 		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
-		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
+		&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN")},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"),
+			Validator: func(v string) error {
+				if v != "text" && v != "json" {
+					return fmt.Errorf("--log-format %q: want text or json", v)
+				}
+				return nil
+			}},
 	}
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
@@ -53,6 +62,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			introspection:   cmd.Bool("introspection"),
 			maxReaders:      int(cmd.Int("max-readers")),
 			logFormat:       cmd.String("log-format"),
+			corsOrigins:     cmd.StringSlice("cors-origin"),
 			stdout:          stdout,
 		}
 	}
@@ -60,6 +70,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		Name:      "flowsnap",
 		Usage:     "serve a workflow engine's state over GraphQL, as consistent snapshots",
 		UsageText: "flowsnap [demo flags]          run the demo on an embedded SQLite store\n   flowsnap COMMAND [flags]",
+		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stdout,
 		// Errors are returned to main, which prints them once.
@@ -159,6 +170,30 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			},
 		},
 	}
+}
+
+// version is the module version and VCS revision the binary was built
+// from, as the Go toolchain recorded them.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " (revision " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += ", modified"
+			}
+		}
+	}
+	if strings.Contains(v, "(") {
+		v += ")"
+	}
+	return v + ", " + info.GoVersion
 }
 
 // openMigrated opens dsn for writing and brings its schema up to date.

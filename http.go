@@ -28,6 +28,7 @@ type serveOptions struct {
 	introspection   bool
 	maxReaders      int
 	logFormat       string
+	corsOrigins     []string
 	stdout          io.Writer
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
@@ -64,14 +65,14 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	reader.OnRead = metrics.ObserveRead
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(reader, graph.Options{
+	mux.Handle("/graphql", withCORS(graph.NewHandler(reader, graph.Options{
 		Timeout:              opts.timeout,
 		ComplexityLimit:      opts.complexityLimit,
 		MaxDepth:             opts.maxDepth,
 		DisableIntrospection: !opts.introspection,
 		Logger:               log,
 		Metrics:              metrics,
-	}))
+	}), opts.corsOrigins))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -104,7 +105,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
-	fmt.Fprintf(opts.stdout, "flowsnap serving %s on http://%s/ (GraphQL at http://%s/graphql)\n", db, addr, addr)
+	// Through the logger, so that with --log-format json the output is JSON only.
+	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql")
 	if opts.ready != nil {
 		opts.ready(addr)
 	}
