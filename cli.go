@@ -30,22 +30,25 @@ func (e env) String() string   { return "environment variable " + e.key }
 func (e env) GoString() string { return "env{" + e.key + "}" }
 func (e env) IsFromEnv() bool  { return true }
 
+// Key names the variable, so that --help shows it beside the flag.
+func (e env) Key() string { return e.key }
+
 // newCommand builds the command line of SPEC §4. Every flag has an
 // environment twin named FLOWSNAP_ and the flag in upper case.
 func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 	twin := func(key string) cli.ValueSourceChain {
 		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
 	}
-	dbFlag := &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true}
-	addrFlag := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR")}
+	dbFlag := &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true, Local: true}
+	addrFlag := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR"), Local: true}
 	serveFlags := []cli.Flag{
-		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT")},
-		&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT")},
-		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH")},
-		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION")},
-		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
-		&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN")},
-		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"),
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT"), Local: true},
+		&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
+		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
+		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
+		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
+		&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
 			Validator: func(v string) error {
 				if v != "text" && v != "json" {
 					return fmt.Errorf("--log-format %q: want text or json", v)
@@ -66,6 +69,14 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			stdout:          stdout,
 		}
 	}
+	// The demo's flags are its own: without Local every subcommand's help
+	// would list them too.
+	rootFlags := append([]cli.Flag{
+		&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA"), Local: true},
+		&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS"), Local: true},
+		&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
+		addrFlag,
+	}, serveFlags...)
 	return &cli.Command{
 		Name:      "flowsnap",
 		Usage:     "serve a workflow engine's state over GraphQL, as consistent snapshots",
@@ -75,12 +86,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		ErrWriter: stdout,
 		// Errors are returned to main, which prints them once.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA")},
-			&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS")},
-			&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE")},
-			addrFlag,
-		}, serveFlags...),
+		Flags:          rootFlags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return fmt.Errorf("unknown command %q: see flowsnap --help", cmd.Args().First())
@@ -127,8 +133,8 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 				Name:  "seed",
 				Usage: "fill an engine store with a deterministic, realistic history",
 				Flags: []cli.Flag{dbFlag,
-					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS")},
-					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED")},
+					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS"), Local: true},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED"), Local: true},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					db, err := openMigrated(ctx, cmd.String("db"))
@@ -152,8 +158,8 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 				Name:  "simulate",
 				Usage: "keep writing to an engine store like a running engine, until interrupted",
 				Flags: []cli.Flag{dbFlag,
-					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE")},
-					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED")},
+					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED"), Local: true},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					db, err := openMigrated(ctx, cmd.String("db"))

@@ -243,3 +243,25 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("--version printed %q", out.String())
 	}
 }
+
+func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string][]string{
+		"serve":   {"--db", "[$FLOWSNAP_DB]", "--cors-origin", "(default: 8)"},
+		"migrate": {"--db", "[$FLOWSNAP_DB]"},
+		"seed":    {"--runs", "(default: 10000)", "[$FLOWSNAP_SEED]"},
+	} {
+		out, err := runCmd(t, noEnv, cmd, "--help")
+		if err != nil {
+			t.Fatalf("%s --help: %v", cmd, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s --help lacks %q:\n%s", cmd, w, out)
+			}
+		}
+		if strings.Contains(out, "--data") {
+			t.Errorf("%s --help lists the demo's --data:\n%s", cmd, out)
+		}
+	}
+}
