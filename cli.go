@@ -29,8 +29,10 @@ func (e env) GoString() string { return "env{" + e.key + "}" }
 func (e env) IsFromEnv() bool  { return true }
 
 // newCommand builds the command line of SPEC §4. Every flag has an
-// environment twin named FLOWSNAP_ and the flag in upper case.
-func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+// environment twin named FLOWSNAP_ and the flag in upper case. ready, when
+// not nil, receives the address a server listens on once it accepts
+// connections.
+func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr string)) *cli.Command {
 	twin := func(key string) cli.ValueSourceChain {
 		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
 	}
@@ -54,6 +56,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			maxReaders:      int(cmd.Int("max-readers")),
 			logFormat:       cmd.String("log-format"),
 			stdout:          stdout,
+			ready:           ready,
 		}
 	}
 	return &cli.Command{

@@ -80,14 +80,6 @@ func (d *decodeError) natural(col string, v any) int64 {
 	return n
 }
 
-func (d *decodeError) optNatural(col string, v any) *int64 {
-	if v == nil {
-		return nil
-	}
-	n := d.natural(col, v)
-	return &n
-}
-
 func (d *decodeError) optMillis(col string, v any) *Millis {
 	if v == nil {
 		return nil
