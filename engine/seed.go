@@ -149,13 +149,11 @@ func Seed(ctx context.Context, db *store.DB, opts SeedOptions) (SeedStats, error
 // so each change costs more the more came before it in the transaction: a
 // transaction must stay short there.
 func defaultBatchRuns(d store.Dialect) int {
-	if d == store.Postgres {
+	if d.CostlyLongWrites() {
 		return 200
 	}
 	return 5000
 }
-
-const sqlSeedAsyncCommit = `SET LOCAL synchronous_commit = off`
 
 // seedBatch is the rows of one seeding transaction, in the order they are
 // written: runs before the edges and journal rows that name them, deletions
@@ -178,12 +176,10 @@ func newSeedBatch() *seedBatch {
 }
 
 func (b *seedBatch) write(ctx context.Context, tx store.Tx, d store.Dialect) error {
-	if d == store.Postgres {
-		// A seed that a crash cut short is seeded again: waiting for each
-		// commit to reach the disk buys nothing but time.
-		if _, err := tx.Exec(ctx, sqlSeedAsyncCommit); err != nil {
-			return err
-		}
+	// A seed that a crash cut short is seeded again: waiting for each
+	// commit to reach the disk buys nothing but time.
+	if err := d.RelaxDurability(ctx, tx); err != nil {
+		return err
 	}
 	for _, t := range []*bulkTable{&b.runRows, &b.edges, &b.steps, &b.attempts, &b.inbound, &b.runEvents} {
 		if err := t.insert(ctx, tx, d); err != nil {
