@@ -28,7 +28,7 @@ func (e env) String() string   { return "environment variable " + e.key }
 func (e env) GoString() string { return "env{" + e.key + "}" }
 func (e env) IsFromEnv() bool  { return true }
 
-// newCommand builds the command line of SPEC §4. Every flag has an
+// newCommand builds flowsnap's command line (README.md). Every flag has an
 // environment twin named FLOWSNAP_ and the flag in upper case. ready, when
 // not nil, receives the address a server listens on once it accepts
 // connections.
