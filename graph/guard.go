@@ -38,7 +38,7 @@ type documentGuard struct {
 }
 
 var (
-	_ graphql.HandlerExtension            = documentGuard{}
+	_ graphql.HandlerExtension          = documentGuard{}
 	_ graphql.OperationParameterMutator = documentGuard{}
 )
 

@@ -296,10 +296,11 @@ func setComplexity(c *ComplexityRoot) {
 		if first != nil && *first > 0 {
 			n = *first
 		}
-		return 1 + n*child
+		return 1 + n*max(child, 1)
 	}
 	c.Run.Children = func(child int, first *int, _ *string) int { return page(child, first) }
 	c.Run.Rounds = func(child int, first *int, _ *string) int { return page(child, first) }
-	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*child }
+	// Each element is read, whatever its selection: it costs at least 1.
+	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*max(child, 1) }
 	journalComplexity(c, page)
 }
