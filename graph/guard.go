@@ -32,9 +32,32 @@ func init() {
 // most fields sharing one response name in a selection set. Documents over a
 // limit are refused before validation starts. Documents already in the query
 // cache passed this check before and are not parsed again.
+//
+// Documents not in the cache are parsed and validated a few at a time
+// (slots): a flood of new, large documents then takes those slots and no
+// more of the machine, while the cached documents of a dashboard pass by.
 type documentGuard struct {
 	opts  Options
 	cache graphql.Cache[*ast.QueryDocument]
+	slots chan struct{}
+}
+
+func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument]) documentGuard {
+	return documentGuard{opts: opts, cache: cache, slots: make(chan struct{}, opts.MaxParsing)}
+}
+
+// slot waits for a parsing slot, held until the request ends.
+func (g documentGuard) slot(ctx context.Context) *gqlerror.Error {
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return timeoutError(ctx, g.opts)
+	}
+	rec := recordOf(ctx)
+	rec.mu.Lock()
+	rec.release = func() { <-g.slots }
+	rec.mu.Unlock()
+	return nil
 }
 
 var (
@@ -53,11 +76,18 @@ func (g documentGuard) MutateOperationParameters(ctx context.Context, params *gr
 	if _, ok := g.cache.Get(ctx, params.Query); ok {
 		return nil
 	}
+	if err := g.slot(ctx); err != nil {
+		return err
+	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: params.Query}, g.opts.MaxTokens)
 	if err != nil {
-		// gqlgen parses again and reports the error; the token limit bounds
-		// both parses.
-		return nil
+		// Reported here, so that gqlgen does not parse it again.
+		var gqlErr *gqlerror.Error
+		if !errors.As(err, &gqlErr) {
+			gqlErr = gqlerror.Errorf("the document could not be parsed")
+		}
+		errcode.Set(gqlErr, errcode.ParseFailed)
+		return gqlErr
 	}
 	m := measureDocument(doc, g.opts.MaxFields)
 	switch {

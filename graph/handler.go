@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -48,6 +49,11 @@ type Options struct {
 	// set may hold (spreads merged in): the overlapping-fields check of
 	// validation compares each pair of them.
 	MaxSameName int
+	// MaxVariablesBytes bounds a request's variables as sent.
+	MaxVariablesBytes int
+	// MaxParsing bounds how many documents not in the query cache are
+	// parsed and validated at once.
+	MaxParsing int
 	// MaxErrors bounds the errors one response carries.
 	MaxErrors int
 	// MaxResponseBytes bounds a response's data.
@@ -75,12 +81,15 @@ var DefaultOptions = Options{
 	MaxBodyBytes:    1 << 20,
 	// A dashboard's largest query has a few hundred fields; these leave
 	// it room twenty times over while keeping validation to milliseconds.
-	MaxNodes:         5_000,
-	MaxFields:        10_000,
-	MaxSameName:      100,
-	MaxErrors:        100,
-	MaxResponseBytes: 32 << 20,
-	BatchWait:        50 * time.Microsecond,
+	MaxNodes:    5_000,
+	MaxFields:   10_000,
+	MaxSameName: 100,
+	MaxErrors:   100,
+	// 200 ids of 1,000 bytes.
+	MaxVariablesBytes: 256 << 10,
+	MaxParsing:        max(1, runtime.GOMAXPROCS(0)/2),
+	MaxResponseBytes:  32 << 20,
+	BatchWait:         50 * time.Microsecond,
 }
 
 func (o Options) withDefaults() Options {
@@ -111,6 +120,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSameName <= 0 {
 		o.MaxSameName = d.MaxSameName
+	}
+	if o.MaxVariablesBytes <= 0 {
+		o.MaxVariablesBytes = d.MaxVariablesBytes
+	}
+	if o.MaxParsing <= 0 {
+		o.MaxParsing = d.MaxParsing
 	}
 	if o.MaxErrors <= 0 {
 		o.MaxErrors = d.MaxErrors
@@ -147,7 +162,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	// which keeps GET URLs short and cacheable. The guard comes after, to
 	// measure the query the hash stands for.
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(documentGuard{opts: opts, cache: queries})
+	srv.Use(newDocumentGuard(opts, queries))
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
 	srv.SetErrorPresenter(presenter(opts.Logger))
@@ -160,6 +175,8 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		return operation(ctx, next, reader, opts)
 	})
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		// Parsing and validation are over once a response is made.
+		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
 	return &endpoint{next: srv, opts: opts, limiter: newLogLimiter(10)}

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,8 @@ type record struct {
 	message string
 	cause   string
 	name    string
+	// release, when set, gives back the document slot the request holds.
+	release func()
 }
 
 type recordKey struct{}
@@ -153,7 +156,12 @@ type endpoint struct {
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	// The deadline covers the whole request; the client leaving cancels it.
-	ctx, cancel := context.WithTimeout(r.Context(), e.opts.Timeout)
+	// A subscription's stream (WebSocket or server-sent events) lasts as
+	// long as it is wanted: its operations get their deadlines one by one.
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if !streaming(r) {
+		ctx, cancel = context.WithTimeout(ctx, e.opts.Timeout)
+	}
 	defer cancel()
 	rec := &record{}
 	ctx = context.WithValue(ctx, recordKey{}, rec)
@@ -169,7 +177,24 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		e.next.ServeHTTP(sw, r)
 	}
+	rec.releaseSlot()
 	e.done(ctx, rec, r, sw.status, time.Since(start))
+}
+
+// streaming reports whether r opens a stream of responses.
+func streaming(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// releaseSlot gives back the parsing slot the request holds, if any.
+func (r *record) releaseSlot() {
+	r.mu.Lock()
+	release := r.release
+	r.release = nil
+	r.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 // done counts and logs a refused request; served ones are logged by
@@ -211,7 +236,7 @@ func (e *endpoint) done(ctx context.Context, rec *record, r *http.Request, statu
 // object, and batches (JSON arrays) of operations. A POST body is read here,
 // whole, under the limit, and handed on.
 func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
-	if r.Header.Get("Upgrade") != "" {
+	if streaming(r) && r.Method == http.MethodGet {
 		return 0, ""
 	}
 	switch r.Method {
@@ -240,7 +265,10 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	case err != nil:
 		return http.StatusBadRequest, "the request body could not be read"
 	}
-	if msg := requestShape(body); msg != "" {
+	if msg := requestShape(body, e.opts.MaxVariablesBytes); msg != "" {
+		if strings.HasPrefix(msg, "the variables") {
+			return http.StatusRequestEntityTooLarge, msg
+		}
 		return http.StatusBadRequest, msg
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -249,7 +277,7 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 
 // requestShape says what is wrong with a POST body that is not one GraphQL
 // request object, in words about its shape only.
-func requestShape(body []byte) string {
+func requestShape(body []byte, maxVariables int) string {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return "batched requests (a JSON array of operations) are not supported: send one operation per request"
@@ -266,6 +294,9 @@ func requestShape(body []byte) string {
 			return "the request body is not valid JSON"
 		}
 		return "the request body must be a JSON object with a query string"
+	}
+	if len(req.Variables) > maxVariables {
+		return fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
 	}
 	kinds := []struct {
 		name string
