@@ -1,11 +1,7 @@
 package graph_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,7 +9,6 @@ import (
 
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/snapshot"
-	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
 
@@ -54,22 +49,7 @@ func BenchmarkDashboardUnderAttack(b *testing.B) {
 				b.Fatal(err)
 			}
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			dashboard := func(id string) error {
-				body, _ := json.Marshal(map[string]any{"query": dashboardQuery, "variables": map[string]any{"id": id}})
-				res, err := client.Post(srv.URL, "application/json", bytes.NewReader(body))
-				if err != nil {
-					return err
-				}
-				defer res.Body.Close()
-				raw, err := io.ReadAll(res.Body)
-				if err != nil {
-					return err
-				}
-				if res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
-					return fmt.Errorf("status %d: %s", res.StatusCode, raw)
-				}
-				return nil
-			}
+			dashboard := dashboardRequest(client, srv.URL)
 			b.Run("alone", func(b *testing.B) { measure(b, bs, dashboard) })
 			b.Run("besideAttacks", func(b *testing.B) {
 				h := &hostileServer{url: srv.URL, source: pos.Source}
@@ -95,5 +75,3 @@ func BenchmarkDashboardUnderAttack(b *testing.B) {
 		})
 	}
 }
-
-var _ = store.SQLite
