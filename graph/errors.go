@@ -61,7 +61,7 @@ const (
 // presenter is the one place errors become what a client sees: every error
 // gets an extensions.code of the API, and a message free of SQL, paths and
 // secrets. Causes are logged, never shown.
-func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+func presenter() graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		ge := graphql.DefaultErrorPresenter(ctx, err)
 		if ge.Extensions == nil {

@@ -165,7 +165,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	srv.Use(newDocumentGuard(opts, queries))
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
-	srv.SetErrorPresenter(presenter(opts.Logger))
+	srv.SetErrorPresenter(presenter())
 	srv.SetRecoverFunc(recoverer(opts.Logger))
 	if !opts.DisableIntrospection {
 		srv.Use(extension.Introspection{})
