@@ -348,3 +348,16 @@ func TestRepeatedStoreFailuresLogAtALimitedRate(t *testing.T) {
 		t.Fatalf("store failures counted: %v, want %d", got, n)
 	}
 }
+
+func TestTheTimeoutCoversParsingAndValidation(t *testing.T) {
+	h := newHostileServer(t, store.SQLite, graph.Options{Timeout: time.Nanosecond})
+	// Not in the query cache: it would be parsed and validated, but the
+	// request's deadline has passed before that starts.
+	r := h.send(t, attack{name: "new document", body: post(`{ position { source } }`, nil)})
+	if len(r.resp.Errors) != 1 || r.resp.Errors[0].Extensions["code"] != "TIMEOUT" || r.status != http.StatusBadRequest {
+		t.Fatalf("%d %s, want 400 TIMEOUT", r.status, r.body)
+	}
+	if got := refusals(t, h.reg, "timeout"); got != 1 {
+		t.Fatalf("timeouts counted: %v", got)
+	}
+}
