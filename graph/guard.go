@@ -34,30 +34,17 @@ func init() {
 // cache passed this check before and are not parsed again.
 //
 // Documents not in the cache are parsed and validated a few at a time
-// (slots): a flood of new, large documents then takes those slots and no
-// more of the machine, while the cached documents of a dashboard pass by.
+// (slots, which large bodies also take to be read and decoded): a flood of
+// new or large documents then takes those slots and no more of the
+// machine, while the small, cached requests of a dashboard pass by.
 type documentGuard struct {
 	opts  Options
 	cache graphql.Cache[*ast.QueryDocument]
 	slots chan struct{}
 }
 
-func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument]) documentGuard {
-	return documentGuard{opts: opts, cache: cache, slots: make(chan struct{}, opts.MaxParsing)}
-}
-
-// slot waits for a parsing slot, held until the request ends.
-func (g documentGuard) slot(ctx context.Context) *gqlerror.Error {
-	select {
-	case g.slots <- struct{}{}:
-	case <-ctx.Done():
-		return timeoutError(ctx, g.opts)
-	}
-	rec := recordOf(ctx)
-	rec.mu.Lock()
-	rec.release = func() { <-g.slots }
-	rec.mu.Unlock()
-	return nil
+func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument], slots chan struct{}) documentGuard {
+	return documentGuard{opts: opts, cache: cache, slots: slots}
 }
 
 var (
@@ -68,6 +55,40 @@ var (
 func (documentGuard) ExtensionName() string { return "DocumentGuard" }
 
 func (documentGuard) Validate(graphql.ExecutableSchema) error { return nil }
+
+// slot waits for a parsing slot (see takeSlot).
+func (g documentGuard) slot(ctx context.Context) *gqlerror.Error {
+	if !takeSlot(ctx, g.slots) {
+		return timeoutError(ctx, g.opts)
+	}
+	return nil
+}
+
+// heavyBody is the request body size from which reading and decoding it
+// takes a slot: a dashboard's requests are far smaller.
+const heavyBody = 64 << 10
+
+// takeSlot waits for one of slots for ctx's request, held until the
+// request ends or its response is made; false when ctx ended first. A
+// request takes at most one.
+func takeSlot(ctx context.Context, slots chan struct{}) bool {
+	rec := recordOf(ctx)
+	rec.mu.Lock()
+	held := rec.release != nil
+	rec.mu.Unlock()
+	if held {
+		return true
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	rec.mu.Lock()
+	rec.release = func() { <-slots }
+	rec.mu.Unlock()
+	return true
+}
 
 func (g documentGuard) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
 	if err := ctx.Err(); err != nil {

@@ -162,7 +162,8 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	// which keeps GET URLs short and cacheable. The guard comes after, to
 	// measure the query the hash stands for.
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(newDocumentGuard(opts, queries))
+	slots := make(chan struct{}, opts.MaxParsing)
+	srv.Use(newDocumentGuard(opts, queries, slots))
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
 	srv.SetErrorPresenter(presenter())
@@ -179,7 +180,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
-	return &endpoint{next: srv, opts: opts, limiter: newLogLimiter(10)}
+	return &endpoint{next: srv, opts: opts, slots: slots, limiter: newLogLimiter(10)}
 }
 
 // capErrors keeps the first max errors of resp and says how many more

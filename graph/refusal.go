@@ -150,6 +150,7 @@ func (l *logLimiter) allow(reason string) (bool, int) {
 type endpoint struct {
 	next    http.Handler
 	opts    Options
+	slots   chan struct{}
 	limiter *logLimiter
 }
 
@@ -168,12 +169,15 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	if status, msg := e.check(sw, r); status != 0 {
-		reason := "transport"
-		if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestURITooLong {
+		reason, code := "transport", fault.BadUserInput
+		switch status {
+		case http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong:
 			reason = "size"
+		case http.StatusServiceUnavailable:
+			reason, code = "timeout", fault.Timeout
 		}
-		rec.refuse(reason, fault.BadUserInput, msg)
-		writeError(sw, status, fault.BadUserInput, msg)
+		rec.refuse(reason, code, msg)
+		writeError(sw, status, code, msg)
 	} else {
 		e.next.ServeHTTP(sw, r)
 	}
@@ -256,6 +260,9 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return http.StatusUnsupportedMediaType, "a POST body must be application/json"
+	}
+	if (r.ContentLength < 0 || r.ContentLength > heavyBody) && !takeSlot(r.Context(), e.slots) {
+		return http.StatusServiceUnavailable, "the request waited too long to be read"
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
