@@ -22,6 +22,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Change() ChangeResolver
 	InboundEventConnection() InboundEventConnectionResolver
 	InboundEventEdge() InboundEventEdgeResolver
 	Query() QueryResolver
@@ -62,6 +63,19 @@ type ComplexityRoot struct {
 	Cancellation struct {
 		Acknowledgement func(childComplexity int) int
 		RequestedAt     func(childComplexity int) int
+	}
+
+	Change struct {
+		Deleted  func(childComplexity int) int
+		Revision func(childComplexity int) int
+		Run      func(childComplexity int) int
+		RunID    func(childComplexity int) int
+	}
+
+	ChangeFeed struct {
+		Changes      func(childComplexity int) int
+		HasMore      func(childComplexity int) int
+		NextRevision func(childComplexity int) int
 	}
 
 	Claim struct {
@@ -113,6 +127,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		Changes  func(childComplexity int, since int64, source *string, first *int) int
 		Position func(childComplexity int) int
 		Run      func(childComplexity int, id string) int
 		Runs     func(childComplexity int, ids []string) int
@@ -334,6 +349,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Cancellation.RequestedAt(childComplexity), true
 
+	case "Change.deleted":
+		if e.ComplexityRoot.Change.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Deleted(childComplexity), true
+	case "Change.revision":
+		if e.ComplexityRoot.Change.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Revision(childComplexity), true
+	case "Change.run":
+		if e.ComplexityRoot.Change.Run == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Run(childComplexity), true
+	case "Change.runId":
+		if e.ComplexityRoot.Change.RunID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.RunID(childComplexity), true
+
+	case "ChangeFeed.changes":
+		if e.ComplexityRoot.ChangeFeed.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangeFeed.Changes(childComplexity), true
+	case "ChangeFeed.hasMore":
+		if e.ComplexityRoot.ChangeFeed.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangeFeed.HasMore(childComplexity), true
+	case "ChangeFeed.nextRevision":
+		if e.ComplexityRoot.ChangeFeed.NextRevision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangeFeed.NextRevision(childComplexity), true
+
 	case "Claim.claimedAt":
 		if e.ComplexityRoot.Claim.ClaimedAt == nil {
 			break
@@ -485,6 +544,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Position.Source(childComplexity), true
+
+	case "Query.changes":
+		if e.ComplexityRoot.Query.Changes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_changes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Changes(childComplexity, args["since"].(int64), args["source"].(*string), args["first"].(*int)), true
 
 	case "Query.position":
 		if e.ComplexityRoot.Query.Position == nil {
@@ -1093,7 +1164,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "journal.graphqls" "schema.graphqls"
+//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1105,6 +1176,7 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "find.graphqls", Input: sourceData("find.graphqls"), BuiltIn: false},
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 }
@@ -1158,6 +1230,32 @@ func (ec *executionContext) childFields_Cancellation(ctx context.Context, field 
 		return ec.fieldContext_Cancellation_acknowledgement(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Cancellation", field.Name)
+}
+
+func (ec *executionContext) childFields_Change(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "runId":
+		return ec.fieldContext_Change_runId(ctx, field)
+	case "revision":
+		return ec.fieldContext_Change_revision(ctx, field)
+	case "deleted":
+		return ec.fieldContext_Change_deleted(ctx, field)
+	case "run":
+		return ec.fieldContext_Change_run(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Change", field.Name)
+}
+
+func (ec *executionContext) childFields_ChangeFeed(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "changes":
+		return ec.fieldContext_ChangeFeed_changes(ctx, field)
+	case "nextRevision":
+		return ec.fieldContext_ChangeFeed_nextRevision(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_ChangeFeed_hasMore(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChangeFeed", field.Name)
 }
 
 func (ec *executionContext) childFields_Claim(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
