@@ -220,9 +220,174 @@ func (ec *executionContext) fieldContext_ChangeFeed_hasMore(_ context.Context, f
 	return graphql.NewScalarFieldContext("ChangeFeed", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _RunCount_count(ctx context.Context, field graphql.CollectedField, obj *snapshot.RunCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNSafeInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunCount", field, false, false, "SafeInt")
+}
+
+func (ec *executionContext) _RunCount_capped(ctx context.Context, field graphql.CollectedField, obj *snapshot.RunCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunCount_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunCount_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunCount", field, false, false, "Boolean")
+}
+
 // endregion **************************** field.gotpl *****************************
 
 // region    **************************** input.gotpl *****************************
+
+func (ec *executionContext) unmarshalInputRunFilter(ctx context.Context, obj any) (snapshot.RunFilter, error) {
+	var it snapshot.RunFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"status", "flowName", "parentRunId", "executionParentId", "lineageId", "waitingReason", "waitingKind", "createdAfter", "createdBefore", "rootsOnly", "cancelRequested", "heartbeatBefore"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatusᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
+		case "flowName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("flowName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FlowName = data
+		case "parentRunId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("parentRunId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParentRunID = data
+		case "executionParentId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("executionParentId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExecutionParentID = data
+		case "lineageId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lineageId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LineageID = data
+		case "waitingReason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("waitingReason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WaitingReason = data
+		case "waitingKind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("waitingKind"))
+			data, err := ec.unmarshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WaitingKind = data
+		case "createdAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAfter"))
+			data, err := ec.unmarshalODateTime2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAfter = data
+		case "createdBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdBefore"))
+			data, err := ec.unmarshalODateTime2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedBefore = data
+		case "rootsOnly":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rootsOnly"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RootsOnly = data
+		case "cancelRequested":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cancelRequested"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CancelRequested = data
+		case "heartbeatBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("heartbeatBefore"))
+			data, err := ec.unmarshalODateTime2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HeartbeatBefore = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRunFilter unmarshals raw into the RunFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRunFilter(ctx context.Context, raw any) (snapshot.RunFilter, error) {
+	var out snapshot.RunFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RunFilter", raw, &out)
+	return out, err
+}
 
 // endregion **************************** input.gotpl *****************************
 
@@ -324,6 +489,44 @@ func (ec *executionContext) _ChangeFeed(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var runCountImplementors = []string{"RunCount"}
+
+func (ec *executionContext) _RunCount(ctx context.Context, sel ast.SelectionSet, obj *snapshot.RunCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, runCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RunCount")
+		case "count":
+			out.Values[i] = ec._RunCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._RunCount_capped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 // endregion **************************** object.gotpl ****************************
 
 // region    ***************************** type.gotpl *****************************
@@ -349,11 +552,43 @@ func (ec *executionContext) marshalNChange2ᚕgithubᚗcomᚋflowsnapᚋflowsnap
 	return ret
 }
 
+func (ec *executionContext) marshalNRunCount2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunCount(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RunCount!")
+		return graphql.Null
+	}
+	return ec._RunCount(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOChangeFeed2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐChangeFeed(ctx context.Context, sel ast.SelectionSet, v *snapshot.ChangeFeed) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._ChangeFeed(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalORunFilter2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunFilter(ctx context.Context, v any) (*snapshot.RunFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputRunFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalORunOrder2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunOrder(ctx context.Context, v any) (*snapshot.RunOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(snapshot.RunOrder)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalORunOrder2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunOrder(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunOrder) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 // endregion ***************************** type.gotpl *****************************

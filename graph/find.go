@@ -12,4 +12,20 @@ func findComplexity(c *ComplexityRoot) {
 		}
 		return 1 + n*child
 	}
+	c.Query.ListRuns = func(child int, _ *snapshot.RunFilter, _ *snapshot.RunOrder, first *int, _ *string) int {
+		n := snapshot.DefaultPageSize
+		if first != nil && *first > 0 {
+			n = *first
+		}
+		return 1 + n*child
+	}
+	// A count reads up to upTo index entries: a hundred of them cost what
+	// one run does.
+	c.Query.CountRuns = func(child int, _ *snapshot.RunFilter, upTo *int64) int {
+		n := int64(snapshot.DefaultCountUpTo)
+		if upTo != nil && *upTo > 0 {
+			n = *upTo
+		}
+		return 1 + int(min(n, snapshot.MaxCountUpTo)/100)
+	}
 }

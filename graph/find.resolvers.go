@@ -25,6 +25,46 @@ func (r *queryResolver) Changes(ctx context.Context, since int64, source *string
 	return r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: first})
 }
 
+// ListRuns is the resolver for the listRuns field.
+func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) (*snapshot.Page, error) {
+	req := snapshot.ListRequest{First: first, After: after}
+	if filter != nil {
+		req.Filter = *filter
+	}
+	if order != nil {
+		req.Order = *order
+	}
+	if after != nil && *after == "" {
+		req.After = nil // SPEC §3.1: an empty cursor is no cursor
+	}
+	page, err := r.Reader.ListRuns(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	l := loadersFrom(ctx)
+	for _, e := range page.Edges {
+		l.prime(e.RunID, e.Node)
+	}
+	return page, nil
+}
+
+// CountRuns is the resolver for the countRuns field.
+func (r *queryResolver) CountRuns(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) (*snapshot.RunCount, error) {
+	var f snapshot.RunFilter
+	if filter != nil {
+		f = *filter
+	}
+	n := int64(snapshot.DefaultCountUpTo)
+	if upTo != nil {
+		n = *upTo
+	}
+	c, err := r.Reader.CountRuns(ctx, f, n)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
 // Change returns ChangeResolver implementation.
 func (r *Resolver) Change() ChangeResolver { return &changeResolver{r} }
 

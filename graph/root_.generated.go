@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/flowsnap/flowsnap/snapshot"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -127,10 +128,12 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Changes  func(childComplexity int, since int64, source *string, first *int) int
-		Position func(childComplexity int) int
-		Run      func(childComplexity int, id string) int
-		Runs     func(childComplexity int, ids []string) int
+		Changes   func(childComplexity int, since int64, source *string, first *int) int
+		CountRuns func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
+		ListRuns  func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
+		Position  func(childComplexity int) int
+		Run       func(childComplexity int, id string) int
+		Runs      func(childComplexity int, ids []string) int
 	}
 
 	Run struct {
@@ -164,6 +167,11 @@ type ComplexityRoot struct {
 		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	RunCount struct {
+		Capped func(childComplexity int) int
+		Count  func(childComplexity int) int
 	}
 
 	RunEdge struct {
@@ -556,7 +564,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Changes(childComplexity, args["since"].(int64), args["source"].(*string), args["first"].(*int)), true
+	case "Query.countRuns":
+		if e.ComplexityRoot.Query.CountRuns == nil {
+			break
+		}
 
+		args, err := ec.field_Query_countRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.CountRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["upTo"].(*int64)), true
+
+	case "Query.listRuns":
+		if e.ComplexityRoot.Query.ListRuns == nil {
+			break
+		}
+
+		args, err := ec.field_Query_listRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ListRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["order"].(*snapshot.RunOrder), args["first"].(*int), args["after"].(*string)), true
 	case "Query.position":
 		if e.ComplexityRoot.Query.Position == nil {
 			break
@@ -774,6 +804,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunConnection.PageInfo(childComplexity), true
+
+	case "RunCount.capped":
+		if e.ComplexityRoot.RunCount.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunCount.Capped(childComplexity), true
+	case "RunCount.count":
+		if e.ComplexityRoot.RunCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunCount.Count(childComplexity), true
 
 	case "RunEdge.cursor":
 		if e.ComplexityRoot.RunEdge.Cursor == nil {
@@ -1104,7 +1147,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
-		return graphql.NewInputUnmarshalerIndex()
+		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("RunFilter", ec.unmarshalInputRunFilter),
+		)
 	}
 	first := true
 
@@ -1352,6 +1397,16 @@ func (ec *executionContext) childFields_RunConnection(ctx context.Context, field
 		return ec.fieldContext_RunConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_RunCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_RunCount_count(ctx, field)
+	case "capped":
+		return ec.fieldContext_RunCount_capped(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunCount", field.Name)
 }
 
 func (ec *executionContext) childFields_RunEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
