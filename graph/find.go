@@ -1,6 +1,30 @@
 package graph
 
-import "github.com/flowsnap/flowsnap/snapshot"
+import (
+	"context"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+// prefetchPage primes the loaders with a page's runs and reads ahead what
+// the query asks below them, as the root run fields do.
+func prefetchPage(ctx context.Context, page *snapshot.Page) {
+	l, oc := loadersFrom(ctx), graphql.GetOperationContext(ctx)
+	if l == nil || oc == nil {
+		return
+	}
+	var runs []*snapshot.Run
+	for _, e := range page.Edges {
+		l.prime(e.RunID, e.Node)
+		if run, ok := e.Node.Snapshot.(*snapshot.Run); ok {
+			runs = append(runs, run)
+		}
+	}
+	p := prefetcher{ctx: ctx, oc: oc, l: l}
+	p.level(connectionWork(oc, graphql.GetFieldContext(ctx).Field.Selections, runs))
+}
 
 // findComplexity gives the change feed and the run lists their real cost: a
 // batch or page costs its size times its selection.

@@ -41,10 +41,7 @@ func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter
 	if err != nil {
 		return nil, err
 	}
-	l := loadersFrom(ctx)
-	for _, e := range page.Edges {
-		l.prime(e.RunID, e.Node)
-	}
+	prefetchPage(ctx, page)
 	return page, nil
 }
 
