@@ -41,3 +41,8 @@ func ListDigest(req ListRequest) string {
 	}
 	return digest(req.Filter.canonical(), req.Order)
 }
+
+// ListCursor is the cursor a page of req ending at (created, last) gives.
+func ListCursor(source string, req ListRequest, created int64, last string) string {
+	return cursor.Encode(cursor.Cursor{Source: source, Anchor: ListDigest(req), Kind: cursor.List, Ordinal: created, Last: last})
+}
