@@ -208,24 +208,7 @@ func TestChangesProjection(t *testing.T) {
 		}
 
 		// A fresh read of every run id the store has ever seen.
-		tx, err := f.db.BeginRead(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, `SELECT run_id FROM flows_run_changes`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var all []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, id)
-		}
-		rows.Close()
-		_ = tx.Rollback(ctx)
+		all := f.runIDs(t, `SELECT run_id FROM flows_run_changes`)
 		if len(all) != len(projection) {
 			t.Fatalf("the projection holds %d run ids, the store %d", len(projection), len(all))
 		}

@@ -40,24 +40,7 @@ func (f *fixture) allRuns(t *testing.T) []*snapshot.Run {
 	ctx := context.Background()
 	rctx, rd := f.r.Begin(ctx)
 	defer rd.End()
-	tx, err := f.db.BeginRead(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tx.Query(ctx, `SELECT run_id FROM flows_runs`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	_ = tx.Rollback(ctx)
+	ids := f.runIDs(t, `SELECT run_id FROM flows_runs`)
 	res, err := f.r.Load(rctx, ids)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +50,34 @@ func (f *fixture) allRuns(t *testing.T) []*snapshot.Run {
 		out[i] = mustRun(t, r)
 	}
 	return out
+}
+
+// runIDs reads the ids a query of the store selects, directly.
+func (f *fixture) runIDs(t *testing.T, query string) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.db.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // matches is the brute-force reading of a filter (SPEC §5).
