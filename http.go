@@ -29,7 +29,9 @@ type serveOptions struct {
 	maxReaders      int
 	logFormat       string
 	corsOrigins     []string
-	stdout          io.Writer
+	// limits holds the request bounds of graph.Options (the Max* fields).
+	limits graph.Options
+	stdout io.Writer
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -65,14 +67,14 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	reader.OnRead = metrics.ObserveRead
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", withCORS(graph.NewHandler(reader, graph.Options{
-		Timeout:              opts.timeout,
-		ComplexityLimit:      opts.complexityLimit,
-		MaxDepth:             opts.maxDepth,
-		DisableIntrospection: !opts.introspection,
-		Logger:               log,
-		Metrics:              metrics,
-	}), opts.corsOrigins))
+	gopts := opts.limits
+	gopts.Timeout = opts.timeout
+	gopts.ComplexityLimit = opts.complexityLimit
+	gopts.MaxDepth = opts.maxDepth
+	gopts.DisableIntrospection = !opts.introspection
+	gopts.Logger = log
+	gopts.Metrics = metrics
+	mux.Handle("/graphql", withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

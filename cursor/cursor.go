@@ -18,7 +18,7 @@
 //
 //	field    encoding
 //	version  1 byte, 0x01
-//	kind     1 byte: 1 children, 2 rounds, 3 steps, 4 inboundEvents, 5 events
+//	kind     1 byte: 1 children, 2 rounds, 3 steps, 4 inboundEvents, 5 events, 6 list
 //	ordinal  uvarint (encoding/binary), 0..2^53-1
 //	source   uvarint byte length, then that many bytes of UTF-8
 //	anchor   uvarint byte length, then that many bytes of UTF-8
@@ -48,7 +48,10 @@ package cursor
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -92,6 +95,11 @@ const (
 	// Events of a run's lifecycle log: Ordinal is the event's seq, which is
 	// unique within the run, so Last is empty.
 	Events Kind = "events"
+	// List of runs by filter, ordered by (created_at_ms, run id) either way:
+	// Ordinal is the run's created_at_ms, Last its run id, and Anchor the
+	// digest of the list's canonical filter and order, so the cursor
+	// continues only the list it came from.
+	List Kind = "list"
 )
 
 // lastRule says whether a kind's ordinal needs a tie-breaker.
@@ -117,6 +125,7 @@ var kinds = [...]kindSpec{
 	{Steps, 3, lastRequired},
 	{InboundEvents, 4, lastRequired},
 	{Events, 5, lastEmpty},
+	{List, 6, lastRequired},
 }
 
 func specOfKind(k Kind) (kindSpec, bool) {
@@ -218,6 +227,13 @@ func (c Cursor) Validate() error {
 	}
 	if c.Anchor == "" {
 		return bad("cursor field anchor is empty")
+	}
+	// Anchor and Last reach SQL as ids: they must be ids (SPEC §1), so a
+	// forged cursor fails here and never in the database.
+	for _, f := range [...]struct{ name, value string }{{"anchor", c.Anchor}, {"last", c.Last}} {
+		if msg := idProblem(f.value); msg != "" {
+			return bad("cursor field %s %s", f.name, msg)
+		}
 	}
 	switch {
 	case spec.last == lastRequired && c.Last == "":
@@ -387,6 +403,8 @@ func (c Cursor) Check(source, anchor string, kind Kind) error {
 		return bad("cursor belongs to another store (source %s, this store is %s)", quote(c.Source), quote(source))
 	case c.Kind != kind:
 		return bad("cursor is for %s, not %s", kindName(c.Kind), kindName(kind))
+	case c.Anchor != anchor && kind == List:
+		return bad("cursor belongs to a list with another filter or order")
 	case c.Anchor != anchor:
 		return bad("cursor belongs to the %s of run %s, not of run %s", kindName(kind), quote(c.Anchor), quote(anchor))
 	}
@@ -441,4 +459,28 @@ func kindName(k Kind) string {
 		return string(k)
 	}
 	return quote(string(k))
+}
+
+// maxIDUnits is the most UTF-16 code units an id may have (SPEC §1).
+const maxIDUnits = 1024
+
+// idProblem says how s breaks the id rule of SPEC §1 beyond being valid
+// UTF-8 (which Validate checks first, and which already excludes lone
+// surrogates): no NUL, at most 1024 UTF-16 code units. Empty is left to
+// the caller, since Last may be empty.
+func idProblem(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "holds a NUL character"
+	}
+	if len(s) <= maxIDUnits {
+		return ""
+	}
+	units := 0
+	for _, r := range s {
+		units += utf16.RuneLen(r)
+	}
+	if units > maxIDUnits {
+		return fmt.Sprintf("is too long for an id (more than %d UTF-16 code units)", maxIDUnits)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,8 +31,8 @@ func TestInventoryIsWellFormed(t *testing.T) {
 		if !strings.HasSuffix(o.Why, ".") || len(o.Why) < 20 {
 			t.Errorf("%s: Why must be a sentence, got %q", key, o.Why)
 		}
-		if o.Portable != "" && (o.SQLite != "" || o.Postgres != "") {
-			t.Errorf("%s: portable DDL and dialect DDL both set", key)
+		if o.Dialects != store.BothDialects && o.Dialects != store.SQLiteOnly && o.Dialects != store.PostgresOnly {
+			t.Errorf("%s: Dialects %q is not one of the three sets", key, o.Dialects)
 		}
 		if o.Kind == store.KindFunction {
 			if o.In(store.SQLite) || !o.In(store.Postgres) {
@@ -146,7 +147,7 @@ func TestCheckNamesMissingObjects(t *testing.T) {
 		if !errors.Is(err, store.ErrSchemaIncomplete) {
 			t.Fatalf("Check: got %v, want ErrSchemaIncomplete", err)
 		}
-		for _, want := range []string{"index flows_runs_rounds", "trigger flows_run_events_no_update", "version 1"} {
+		for _, want := range []string{"index flows_runs_rounds", "trigger flows_run_events_no_update", fmt.Sprintf("version %d", store.SchemaVersion)} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Check's error %q does not name %q", err, want)
 			}
