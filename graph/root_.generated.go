@@ -34,6 +34,7 @@ type ResolverRoot interface {
 	SleepStep() SleepStepResolver
 	StepConnection() StepConnectionResolver
 	StepEdge() StepEdgeResolver
+	Subscription() SubscriptionResolver
 	WaitStep() WaitStepResolver
 }
 
@@ -209,6 +210,11 @@ type ComplexityRoot struct {
 	StepEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	Subscription struct {
+		Position func(childComplexity int) int
+		Run      func(childComplexity int, id string) int
 	}
 
 	WaitStep struct {
@@ -933,6 +939,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StepEdge.Node(childComplexity), true
 
+	case "Subscription.position":
+		if e.ComplexityRoot.Subscription.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.Position(childComplexity), true
+	case "Subscription.run":
+		if e.ComplexityRoot.Subscription.Run == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_run_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Run(childComplexity, args["id"].(string)), true
+
 	case "WaitStep.claimedEvent":
 		if e.ComplexityRoot.WaitStep.ClaimedEvent == nil {
 			break
@@ -1068,6 +1092,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 			return &response
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1093,7 +1134,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "journal.graphqls" "schema.graphqls"
+//go:embed "journal.graphqls" "schema.graphqls" "subscription.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1107,6 +1148,7 @@ func sourceData(filename string) string {
 var sources = []*ast.Source{
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
+	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
