@@ -213,6 +213,10 @@ func isSubscription(ctx context.Context) bool {
 // text/event-stream.
 func addLiveTransports(srv *handler.Server, opts Options) {
 	srv.AddTransport(transport.Websocket{
+		// graphql-transport-ws keeps alive with ping messages, which the
+		// client answers with pong: a client that stops answering is gone.
+		PingPongInterval: opts.KeepAlive,
+		// The older graphql-ws subprotocol has keep-alive messages.
 		KeepAlivePingInterval: opts.KeepAlive,
 		InitTimeout:           30 * time.Second,
 	})
