@@ -126,8 +126,8 @@ func (s *syncBuffer) String() string {
 
 // event is one subscription payload: a GraphQL response.
 type event struct {
-	Data       map[string]json.RawMessage `json:"data"`
-	Errors     []struct {
+	Data   map[string]json.RawMessage `json:"data"`
+	Errors []struct {
 		Message    string         `json:"message"`
 		Extensions map[string]any `json:"extensions"`
 	} `json:"errors"`
@@ -161,11 +161,11 @@ func (ev event) run(t *testing.T) (typename, status string, revision int64, dele
 
 // wsClient speaks graphql-transport-ws over one WebSocket connection.
 type wsClient struct {
-	t    *testing.T
-	conn *websocket.Conn
-	mu   sync.Mutex
-	subs map[string]chan event
-	done map[string]chan struct{}
+	t     *testing.T
+	conn  *websocket.Conn
+	mu    sync.Mutex
+	subs  map[string]chan event
+	done  map[string]chan struct{}
 	pings chan struct{}
 	errs  map[string][]json.RawMessage
 }
