@@ -38,6 +38,10 @@ type streamKey struct{}
 type stream struct {
 	sub   *live.Sub
 	slots chan context.Context
+	// err is the error of the event being handed over, set before the
+	// value is sent: the stream runs outside the response's context, so
+	// the handler adds it to the response.
+	err error
 }
 
 // subscription serves one subscription operation: it takes a place from
@@ -52,6 +56,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 		return refuse(err)
 	}
 	st := &stream{sub: sub, slots: make(chan context.Context, 1)}
+	present := presenter(opts.Logger)
 	ctx = context.WithValue(ctx, streamKey{}, st)
 	name, field := operationName(ctx)
 	start := time.Now()
@@ -92,6 +97,12 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 			}
 			end(why)
 			return nil
+		}
+		if st.err != nil {
+			ge := present(ctx, st.err)
+			ge.Path = ast.Path{ast.PathName(field)}
+			resp.Errors = append(gqlerror.List{ge}, resp.Errors...)
+			st.err = nil
 		}
 		if pos, ok := rd.Position(); ok {
 			if resp.Extensions == nil {
@@ -173,9 +184,8 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 			}
 			first = false
 			v, rev, err := read(ectx)
-			if err != nil {
-				graphql.AddError(ectx, err)
-			} else {
+			st.err = err
+			if err == nil {
 				last = rev
 			}
 			select {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	_ "modernc.org/sqlite"
 
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
@@ -388,7 +390,7 @@ func TestSubscriptionsOverWebSocket(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {
 		t.Parallel()
-		e := liveFixture(t, d, live.Options{}, graph.Options{KeepAlive: 50 * time.Millisecond}, "r1", "other")
+		e := liveFixture(t, d, live.Options{}, graph.Options{KeepAlive: 500 * time.Millisecond}, "r1", "other")
 		ctx := context.Background()
 		c := dialWS(t, e.url)
 		positions, _ := c.subscribe("p", `subscription { position { source revision } }`, nil)
@@ -492,8 +494,6 @@ func TestSubscriptionsOverSSE(t *testing.T) {
 		}
 	})
 }
-
-var _ = prometheus.NewRegistry
 
 // TestAThousandSubscribersShareEachTick holds 1,000 subscriptions (500 on
 // position, 500 on 50 runs) while the engine writes, and counts the
@@ -607,4 +607,231 @@ func (e *liveEnv) revision(t *testing.T) int64 {
 	var rev int64
 	must(t, tx.QueryRow(ctx, `SELECT revision FROM flows_run_source WHERE singleton = 1`).Scan(&rev))
 	return rev
+}
+
+func TestSubscriptionBounds(t *testing.T) {
+	t.Parallel()
+	e := liveFixture(t, store.SQLite, live.Options{MaxSubscriptions: 2}, graph.Options{}, "r1")
+	c := dialWS(t, e.url)
+	a, _ := c.subscribe("a", `subscription { position { revision } }`, nil)
+	b, bDone := c.subscribe("b", `subscription { position { revision } }`, nil)
+	next(t, a)
+	next(t, b)
+
+	t.Run("beyond max-subscriptions the next one gets SUBSCRIPTION_LIMIT", func(t *testing.T) {
+		over, overDone := c.subscribe("c", `subscription { position { revision } }`, nil)
+		ev := next(t, over)
+		if ev.code() != string(live.SubscriptionLimit) || !strings.Contains(ev.Errors[0].Message, "2 subscriptions") {
+			t.Fatalf("got %+v, want a %s error that says the limit", ev, live.SubscriptionLimit)
+		}
+		waitClosed(t, overDone, "the refused subscription's complete")
+		s := subscribeSSE(t, e.url, `subscription { position { revision } }`, nil)
+		if ev := next(t, s.events); ev.code() != string(live.SubscriptionLimit) {
+			t.Fatalf("over SSE: got %+v", ev)
+		}
+		waitClosed(t, s.done, "the refused SSE stream's end")
+	})
+	t.Run("a place freed is taken again", func(t *testing.T) {
+		c.send(wsMessage{ID: "b", Type: "complete"})
+		waitClosed(t, bDone, "b's end")
+		deadline := time.Now().Add(10 * time.Second)
+		for e.watcher.Open() != 1 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		d, dDone := c.subscribe("d", `subscription { position { revision } }`, nil)
+		if ev := next(t, d); ev.code() != "" || ev.Extensions.Position == nil {
+			t.Fatalf("got %+v, want a position", ev)
+		}
+		c.send(wsMessage{ID: "d", Type: "complete"})
+		waitClosed(t, dDone, "d's end")
+		for e.watcher.Open() != 1 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	t.Run("a malformed id is BAD_USER_INPUT", func(t *testing.T) {
+		s := subscribeSSE(t, e.url, `subscription { run(id: "") { __typename } }`, nil)
+		if ev := next(t, s.events); ev.code() != "BAD_USER_INPUT" {
+			t.Fatalf("got %+v", ev)
+		}
+		waitClosed(t, s.done, "the refused stream's end")
+	})
+}
+
+// TestNoReadIsHeldBetweenEvents lets 6 subscribers (fewer than the
+// reader's connections, so that a held read shows here rather than as a
+// pool running dry) wait after their
+// events and looks for a read transaction they might hold: an idle in
+// transaction session on PostgreSQL, a snapshot that keeps a SQLite
+// checkpoint from resetting the WAL. The watcher's own tick opens a short
+// transaction every 20ms, so the test asks for one clean look among many; a
+// subscriber holding its read would spoil every look.
+func TestNoReadIsHeldBetweenEvents(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := liveFixture(t, d, live.Options{}, graph.Options{}, "r1", "r2")
+		ctx := context.Background()
+		c := dialWS(t, e.url)
+		var chans []<-chan event
+		for i := range 6 {
+			if i%2 == 0 {
+				ch, _ := c.subscribe(fmt.Sprint(i), `subscription { position { revision } }`, nil)
+				chans = append(chans, ch)
+			} else {
+				ch, _ := c.subscribe(fmt.Sprint(i), runSubscription, map[string]any{"id": "r1"})
+				chans = append(chans, ch)
+			}
+		}
+		for _, ch := range chans {
+			next(t, ch)
+		}
+		must(t, e.w.Start(ctx, "r1", liveOwner))
+		for _, ch := range chans {
+			next(t, ch)
+		}
+		clean := false
+		for range 200 {
+			if d == store.Postgres {
+				var idle, sessions int64
+				must(t, e.db.Write(ctx, func(tx store.Tx) error {
+					return tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state LIKE 'idle in transaction%'), count(*)
+						FROM pg_stat_activity WHERE application_name = $1`, e.appName()).Scan(&idle, &sessions)
+				}))
+				if sessions == 0 {
+					t.Fatal("no session of the reader found: the check would see nothing")
+				}
+				clean = idle == 0
+			} else {
+				clean = e.walResets(t)
+			}
+			if clean {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !clean {
+			t.Fatal("a read transaction stayed open while the subscribers waited")
+		}
+	})
+}
+
+// walResets checkpoints the SQLite store with TRUNCATE and reports whether
+// it could reset the WAL, which no open read may need.
+func (e *liveEnv) walResets(t *testing.T) bool {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", e.dsn)
+	must(t, err)
+	defer db.Close()
+	var busy, logFrames, done int64
+	must(t, db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done))
+	return busy == 0 && logFrames == 0
+}
+
+func TestShutdownEndsEverySubscription(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		reg := prometheus.NewRegistry()
+		e := liveFixture(t, d, live.Options{Metrics: live.NewMetrics(reg)}, graph.Options{}, "r1")
+		c := dialWS(t, e.url)
+		ws, wsDone := c.subscribe("p", `subscription { position { revision } }`, nil)
+		s := subscribeSSE(t, e.url, runSubscription, map[string]any{"id": "r1"})
+		next(t, ws)
+		next(t, s.events)
+		if got := gauge(t, reg, "flowsnap_live_subscribers"); got != 2 {
+			t.Fatalf("flowsnap_live_subscribers = %v, want 2", got)
+		}
+		e.stop()
+		waitClosed(t, wsDone, "the WebSocket subscription's complete")
+		waitClosed(t, s.done, "the SSE stream's complete")
+		c.mu.Lock()
+		errs := c.errs["p"]
+		c.mu.Unlock()
+		if len(errs) != 0 {
+			t.Fatalf("the WebSocket subscription ended with errors: %s", errs)
+		}
+		<-e.stopped
+		if _, err := e.watcher.Subscribe(); err == nil {
+			t.Fatal("a stopped watcher took a subscription")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for gauge(t, reg, "flowsnap_live_subscribers") != 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := gauge(t, reg, "flowsnap_live_subscribers"); got != 0 {
+			t.Fatalf("flowsnap_live_subscribers = %v after shutdown, want 0", got)
+		}
+		logs := e.logs.String()
+		if n := strings.Count(logs, `msg="subscription start"`); n != 2 {
+			t.Fatalf("%d subscription start lines, want 2:\n%s", n, logs)
+		}
+		if n := strings.Count(logs, `reason="server shutting down"`); n != 2 {
+			t.Fatalf("%d subscription end lines for the shutdown, want 2:\n%s", n, logs)
+		}
+		if got := counter(t, reg, "flowsnap_live_events_sent_total"); got < 2 {
+			t.Fatalf("flowsnap_live_events_sent_total = %v, want at least 2", got)
+		}
+		if got := counter(t, reg, "flowsnap_live_watcher_tick_seconds"); got < 1 {
+			t.Fatalf("no watcher tick observed")
+		}
+	})
+}
+
+// TestStreamsOutliveTheServersTimeouts serves with read and write timeouts
+// far shorter than the streams, as flowsnap serve has, and expects events
+// well after them.
+func TestStreamsOutliveTheServersTimeouts(t *testing.T) {
+	t.Parallel()
+	e := liveFixture(t, store.SQLite, live.Options{}, graph.Options{}, "r1")
+	srv := httptest.NewUnstartedServer(graph.NewHandler(e.reader, graph.Options{Live: e.watcher}))
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	s := subscribeSSE(t, srv.URL, `subscription { position { revision } }`, nil)
+	c := dialWS(t, srv.URL)
+	ws, _ := c.subscribe("p", `subscription { position { revision } }`, nil)
+	next(t, s.events)
+	next(t, ws)
+	time.Sleep(600 * time.Millisecond)
+	must(t, e.w.Start(context.Background(), "r1", liveOwner))
+	if ev := next(t, s.events); ev.Extensions.Position == nil {
+		t.Fatalf("SSE: %+v", ev)
+	}
+	if ev := next(t, ws); ev.Extensions.Position == nil {
+		t.Fatalf("WebSocket: %+v", ev)
+	}
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return metricValue(t, reg, name)
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return metricValue(t, reg, name)
+}
+
+// metricValue returns a gauge's or counter's value, or a histogram's count.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
