@@ -272,4 +272,5 @@ func setComplexity(c *ComplexityRoot) {
 	c.Run.Rounds = func(child int, first *int, _ *string) int { return page(child, first) }
 	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*child }
 	journalComplexity(c, page)
+	findComplexity(c)
 }

@@ -15,3 +15,8 @@ func CatalogOf(ctx context.Context, db *DB) (map[string]bool, error) {
 
 // CatalogKey is how CatalogOf names an object.
 func CatalogKey(kind Kind, name string) string { return catalogKey(kind, name) }
+
+// MigrateTo migrates db up to version only, as an older flowsnap would.
+func MigrateTo(ctx context.Context, db *DB, version int) (from, to int, err error) {
+	return db.migrate(ctx, version)
+}

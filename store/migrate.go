@@ -13,7 +13,7 @@ import (
 // SchemaVersion is the version of the engine-store schema this flowsnap
 // creates and serves. A store records the versions applied to it in
 // flows_schema_version; its version is the highest one.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // The kinds of error Check and Migrate return when a database is not a store
 // they can use. The errors themselves name the database and say what to do;
@@ -55,6 +55,7 @@ type migration struct {
 
 var migrations = []migration{
 	{version: 1, name: "engine store: runs, changes, spawn edges, journal", then: createSource},
+	{version: 2, name: listingRung},
 }
 
 // createSource gives a new store its identity: 128 random bits, so that two
@@ -81,8 +82,16 @@ const migrationLock = `SELECT pg_advisory_xact_lock(hashtext('flowsnap migrate')
 // store flowsnap did not create, and a store newer than SchemaVersion. ctx
 // cancels the step in progress.
 func (db *DB) Migrate(ctx context.Context) (from, to int, err error) {
+	return db.migrate(ctx, SchemaVersion)
+}
+
+// migrate climbs the ladder up to version upTo.
+func (db *DB) migrate(ctx context.Context, upTo int) (from, to int, err error) {
 	from = -1
 	for _, m := range migrations {
+		if m.version > upTo {
+			break
+		}
 		err := db.Write(ctx, func(tx Tx) error {
 			if db.dialect == Postgres {
 				if _, err := tx.Exec(ctx, migrationLock); err != nil {

@@ -720,6 +720,7 @@ END`,
 FOR EACH ROW EXECUTE FUNCTION flows_runs_journal_gc()`,
 		},
 	)
+	add(listingIndexes()...)
 	return objs
 }
 
