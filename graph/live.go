@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,7 +148,11 @@ func operationName(ctx context.Context) (name, field string) {
 // (by the revision read returns), until the client goes, the server shuts
 // down or, after an error event, the subscription ends. read reads the
 // event's value in the context it is given and says its revision.
-func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx context.Context) (T, int64, error)) (<-chan T, error) {
+//
+// A read that says again is followed at once by the next, without waiting
+// for a change (the change feed reads a burst in batches); a read that
+// fails with a code in final ends the subscription after its error event.
+func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx context.Context) (v T, revision int64, again bool, err error), final ...fault.Code) (<-chan T, error) {
 	st, ok := ctx.Value(streamKey{}).(*stream)
 	if !ok {
 		return nil, fault.Errorf(fault.Internal, "a subscription without a stream")
@@ -156,7 +161,7 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 	out := make(chan T)
 	go func() {
 		defer close(out)
-		last, first := int64(0), true
+		last, now := int64(0), true
 		for {
 			var ectx context.Context
 			select {
@@ -166,7 +171,7 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 			case <-st.sub.Done():
 				return
 			}
-			if !first {
+			if !now {
 				// Wait for a change newer than what was sent.
 				for {
 					select {
@@ -182,15 +187,18 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 					}
 				}
 			}
-			first = false
-			v, rev, err := read(ectx)
+			v, rev, again, err := read(ectx)
 			st.err = err
+			now = again && err == nil
 			if err == nil {
 				last = rev
 			}
 			select {
 			case out <- v:
 			case <-ctx.Done():
+				return
+			}
+			if err != nil && slices.Contains(final, fault.CodeOf(err)) {
 				return
 			}
 		}
@@ -246,3 +254,7 @@ func streaming(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// changesBatch is the most changes one event of Subscription.changes
+// carries; a larger burst comes as several events, one after the other.
+var changesBatch = snapshot.MaxChangesSize

@@ -835,3 +835,96 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+const changesSubscription = `subscription($since: SafeInt!, $source: String) { changes(since: $since, source: $source) {
+  changes { runId revision deleted run { __typename ... on Run { status } } } nextRevision hasMore } }`
+
+type feedEvent struct {
+	Changes []struct {
+		RunID    string `json:"runId"`
+		Revision int64  `json:"revision"`
+		Deleted  bool   `json:"deleted"`
+	} `json:"changes"`
+	NextRevision int64 `json:"nextRevision"`
+	HasMore      bool  `json:"hasMore"`
+}
+
+// TestChangesResumeWithoutGapOrDuplicate follows the change feed over SSE,
+// drops the connection, writes meanwhile, and resumes from the last
+// nextRevision: every change arrives once, in revision order.
+func TestChangesResumeWithoutGapOrDuplicate(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := liveFixture(t, d, live.Options{}, graph.Options{}, "r1", "r2", "r3")
+		ctx := context.Background()
+		since := e.revision(t)
+		seen := map[string]int64{} // run id → latest revision received
+		follow := func(s *sseStream, until int64) {
+			t.Helper()
+			for since < until {
+				ev := next(t, s.events)
+				if ev.code() != "" {
+					t.Fatalf("error event: %+v", ev)
+				}
+				var f feedEvent
+				must(t, json.Unmarshal(ev.Data["changes"], &f))
+				for _, c := range f.Changes {
+					if c.Revision <= since {
+						t.Fatalf("change %+v at or before since %d: a duplicate", c, since)
+					}
+					if c.Revision <= seen[c.RunID] {
+						t.Fatalf("change %+v after one at %d", c, seen[c.RunID])
+					}
+					seen[c.RunID] = c.Revision
+				}
+				if f.NextRevision < since {
+					t.Fatalf("nextRevision %d went back from %d", f.NextRevision, since)
+				}
+				since = f.NextRevision
+			}
+		}
+		s := subscribeSSE(t, e.url, changesSubscription, map[string]any{"since": since})
+		must(t, e.w.Start(ctx, "r1", liveOwner))
+		must(t, e.w.Start(ctx, "r2", liveOwner))
+		follow(s, e.revision(t))
+		s.cancel()
+		waitClosed(t, s.done, "the dropped stream's end")
+
+		// Written while no one listens.
+		must(t, e.w.Complete(ctx, "r1", json.RawMessage(`{}`)))
+		must(t, e.w.Delete(ctx, "r3"))
+		source := e.source(t)
+		s = subscribeSSE(t, e.url, changesSubscription, map[string]any{"since": since, "source": source})
+		must(t, e.w.Complete(ctx, "r2", json.RawMessage(`{}`)))
+		follow(s, e.revision(t))
+		for _, id := range []string{"r1", "r2", "r3"} {
+			var rev int64
+			tx, err := e.db.BeginRead(ctx)
+			must(t, err)
+			must(t, tx.QueryRow(ctx, `SELECT revision FROM flows_run_changes WHERE run_id = $1`, id).Scan(&rev))
+			tx.Rollback(ctx)
+			if seen[id] != rev {
+				t.Fatalf("run %s: last change received at %d, the store has %d", id, seen[id], rev)
+			}
+		}
+
+		// Another store's source ends the subscription with SOURCE_CHANGED.
+		bad := subscribeSSE(t, e.url, changesSubscription, map[string]any{"since": since, "source": strings.Repeat("0", 32)})
+		if ev := next(t, bad.events); ev.code() != "SOURCE_CHANGED" {
+			t.Fatalf("got %+v, want SOURCE_CHANGED", ev)
+		}
+		waitClosed(t, bad.done, "the SOURCE_CHANGED stream's end")
+	})
+}
+
+func (e *liveEnv) source(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.db.BeginRead(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	var src string
+	must(t, tx.QueryRow(ctx, `SELECT source FROM flows_run_source WHERE singleton = 1`).Scan(&src))
+	return src
+}

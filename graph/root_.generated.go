@@ -236,6 +236,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
+		Changes  func(childComplexity int, since int64, source *string) int
 		Position func(childComplexity int) int
 		Run      func(childComplexity int, id string) int
 	}
@@ -1053,6 +1054,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StepEdge.Node(childComplexity), true
 
+	case "Subscription.changes":
+		if e.ComplexityRoot.Subscription.Changes == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_changes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Changes(childComplexity, args["since"].(int64), args["source"].(*string)), true
 	case "Subscription.position":
 		if e.ComplexityRoot.Subscription.Position == nil {
 			break

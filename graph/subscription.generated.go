@@ -17,11 +17,34 @@ import (
 type SubscriptionResolver interface {
 	Position(ctx context.Context) (<-chan *snapshot.Position, error)
 	Run(ctx context.Context, id string) (<-chan snapshot.Snapshot, error)
+	Changes(ctx context.Context, since int64, source *string) (<-chan *snapshot.ChangeFeed, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Subscription_changes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (int64, error) {
+			return ec.unmarshalNSafeInt2int64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "source",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["source"] = arg1
+	return args, nil
+}
 
 func (ec *executionContext) field_Subscription_run_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -117,6 +140,50 @@ func (ec *executionContext) fieldContext_Subscription_run(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_changes(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().Changes(ctx, fc.Args["since"].(int64), fc.Args["source"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.ChangeFeed) graphql.Marshaler {
+			return ec.marshalNChangeFeed2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐChangeFeed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_changes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChangeFeed(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_changes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 // endregion **************************** field.gotpl *****************************
 
 // region    **************************** input.gotpl *****************************
@@ -146,6 +213,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_position(ctx, fields[0])
 	case "run":
 		return ec._Subscription_run(ctx, fields[0])
+	case "changes":
+		return ec._Subscription_changes(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}

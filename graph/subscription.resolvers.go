@@ -8,18 +8,19 @@ package graph
 import (
 	"context"
 
+	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
 // Position is the resolver for the position field.
 func (r *subscriptionResolver) Position(ctx context.Context) (<-chan *snapshot.Position, error) {
-	return watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.Position, int64, error) {
+	return watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.Position, int64, bool, error) {
 		p, err := r.Reader.Position(ctx)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
-		return &p, p.Revision, nil
+		return &p, p.Revision, false, nil
 	})
 }
 
@@ -28,10 +29,25 @@ func (r *subscriptionResolver) Run(ctx context.Context, id string) (<-chan snaps
 	if err := snapshot.CheckID(id); err != nil {
 		return nil, err
 	}
-	return watch(ctx, func(s *live.Sub) { s.WatchRun(id) }, func(ctx context.Context) (snapshot.Snapshot, int64, error) {
+	return watch(ctx, func(s *live.Sub) { s.WatchRun(id) }, func(ctx context.Context) (snapshot.Snapshot, int64, bool, error) {
 		snap, err := r.Reader.Run(ctx, id)
-		return snap, revisionOf(snap), err
+		return snap, revisionOf(snap), false, err
 	})
+}
+
+// Changes is the resolver for the changes field.
+func (r *subscriptionResolver) Changes(ctx context.Context, since int64, source *string) (<-chan *snapshot.ChangeFeed, error) {
+	if since < 0 {
+		return nil, fault.Errorf(fault.BadUserInput, "since must not be negative, got %d", since)
+	}
+	return watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.ChangeFeed, int64, bool, error) {
+		feed, err := r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: &changesBatch})
+		if err != nil {
+			return nil, 0, false, err
+		}
+		since = feed.NextRevision
+		return feed, feed.NextRevision, feed.HasMore, nil
+	}, fault.SourceChanged)
 }
 
 // Subscription returns SubscriptionResolver implementation.

@@ -31,7 +31,8 @@ type Options struct {
 	// MaxSubscriptions bounds the subscriptions open at once; default 1000.
 	MaxSubscriptions int
 	// ChangesPerTick bounds how many changed run ids one tick reads; a
-	// larger burst is read over the following ticks. Default 10,000.
+	// larger burst is read over the following ticks. Default and most
+	// snapshot.MaxChangesSize.
 	ChangesPerTick int
 	// Metrics, when set, counts subscribers, notifications and ticks.
 	Metrics *Metrics
@@ -46,7 +47,6 @@ type Options struct {
 const (
 	DefaultInterval         = 250 * time.Millisecond
 	DefaultMaxSubscriptions = 1000
-	defaultChangesPerTick   = 10_000
 )
 
 // Watcher watches one store for all the subscriptions of a server. Its
@@ -76,8 +76,8 @@ func New(reader *snapshot.Reader, opts Options) *Watcher {
 	if opts.MaxSubscriptions <= 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
 	}
-	if opts.ChangesPerTick <= 0 {
-		opts.ChangesPerTick = defaultChangesPerTick
+	if opts.ChangesPerTick <= 0 || opts.ChangesPerTick > snapshot.MaxChangesSize {
+		opts.ChangesPerTick = snapshot.MaxChangesSize
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -140,7 +140,7 @@ func (w *Watcher) tick(ctx context.Context) {
 
 // read returns the position and the changes after the last dispatched
 // revision, or none when the revision did not move.
-func (w *Watcher) read(ctx context.Context) (snapshot.Position, []snapshot.RunChange, error) {
+func (w *Watcher) read(ctx context.Context) (snapshot.Position, []snapshot.Change, error) {
 	pos, err := w.reader.Position(ctx)
 	if err != nil {
 		return pos, nil, err
@@ -151,19 +151,18 @@ func (w *Watcher) read(ctx context.Context) (snapshot.Position, []snapshot.RunCh
 	if !seen || pos.Source != source || pos.Revision <= last {
 		return pos, nil, nil
 	}
-	changes, more, err := w.reader.RunChangesAfter(ctx, last, w.opts.ChangesPerTick)
+	n := w.opts.ChangesPerTick
+	feed, err := w.reader.Changes(ctx, snapshot.ChangesRequest{Since: last, First: &n})
 	if err != nil {
 		return pos, nil, err
 	}
-	if more {
-		// The rest of the burst comes at the next ticks; position
-		// subscribers hear of the revision the changes reached.
-		pos.Revision = changes[len(changes)-1].Revision
-	}
-	return pos, changes, nil
+	// With more changes than a tick reads, the rest come at the next
+	// ticks; position subscribers hear of the revision the changes reached.
+	pos.Revision = feed.NextRevision
+	return pos, feed.Changes, nil
 }
 
-func (w *Watcher) dispatch(pos snapshot.Position, changes []snapshot.RunChange) {
+func (w *Watcher) dispatch(pos snapshot.Position, changes []snapshot.Change) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
