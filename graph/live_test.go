@@ -163,7 +163,7 @@ func (ev event) run(t *testing.T) (typename, status string, revision int64, dele
 
 // wsClient speaks graphql-transport-ws over one WebSocket connection.
 type wsClient struct {
-	t     *testing.T
+	t     testing.TB
 	conn  *websocket.Conn
 	mu    sync.Mutex
 	subs  map[string]chan event
@@ -180,7 +180,7 @@ type wsMessage struct {
 
 // dialWS opens a connection, initialises it and reads its messages in the
 // background until the test ends.
-func dialWS(t *testing.T, base string) *wsClient {
+func dialWS(t testing.TB, base string) *wsClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -343,7 +343,7 @@ func subscribeSSE(t *testing.T, base, query string, vars map[string]any) *sseStr
 }
 
 // next waits for the next event.
-func next(t *testing.T, ch <-chan event) event {
+func next(t testing.TB, ch <-chan event) event {
 	t.Helper()
 	select {
 	case ev := <-ch:
