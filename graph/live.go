@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,14 +49,14 @@ type stream struct {
 // a snapshot of its own.
 func subscription(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
 	if opts.Live == nil {
-		return refuse(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
+		return refuseSubscription(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
 	}
 	sub, err := opts.Live.Subscribe()
 	if err != nil {
-		return refuse(err)
+		return refuseSubscription(err)
 	}
 	st := &stream{sub: sub, slots: make(chan context.Context, 1)}
-	present := presenter(opts.Logger)
+	present := presenter()
 	ctx = context.WithValue(ctx, streamKey{}, st)
 	name, field := operationName(ctx)
 	start := time.Now()
@@ -120,8 +119,8 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	}
 }
 
-// refuse answers a subscription with err and nothing else.
-func refuse(err error) graphql.ResponseHandler {
+// refuseSubscription answers a subscription with err and nothing else.
+func refuseSubscription(err error) graphql.ResponseHandler {
 	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
 		Message:    fault.MessageOf(err),
 		Extensions: map[string]any{"code": string(fault.CodeOf(err))},
@@ -241,12 +240,12 @@ func addLiveTransports(srv *handler.Server, opts Options) {
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 }
 
-// streaming lifts the server's read and write deadlines from subscription
-// requests (WebSocket upgrades, SSE): they are meant to bound a request,
-// and a stream lives as long as its client wants.
-func streaming(next http.Handler) http.Handler {
+// liftDeadlines lifts the server's read and write deadlines from
+// subscription requests (WebSocket upgrades, SSE): they are meant to bound
+// a request, and a stream lives as long as its client wants.
+func liftDeadlines(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		if streaming(r) {
 			rc := http.NewResponseController(w)
 			_ = rc.SetReadDeadline(time.Time{})
 			_ = rc.SetWriteDeadline(time.Time{})
