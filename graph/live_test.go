@@ -600,13 +600,19 @@ func contains(list []string, s string) bool {
 // revision reads the store's revision through the writer's handle.
 func (e *liveEnv) revision(t *testing.T) int64 {
 	t.Helper()
+	return e.position(t).Revision
+}
+
+// position reads the store's position through the writer's handle.
+func (e *liveEnv) position(t *testing.T) snapshot.Position {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := e.db.BeginRead(ctx)
 	must(t, err)
 	defer tx.Rollback(ctx)
-	var rev int64
-	must(t, tx.QueryRow(ctx, `SELECT revision FROM flows_run_source WHERE singleton = 1`).Scan(&rev))
-	return rev
+	var p snapshot.Position
+	must(t, tx.QueryRow(ctx, `SELECT source, revision FROM flows_run_source WHERE singleton = 1`).Scan(&p.Source, &p.Revision))
+	return p
 }
 
 func TestSubscriptionBounds(t *testing.T) {
@@ -894,7 +900,7 @@ func TestChangesResumeWithoutGapOrDuplicate(t *testing.T) {
 		// Written while no one listens.
 		must(t, e.w.Complete(ctx, "r1", json.RawMessage(`{}`)))
 		must(t, e.w.Delete(ctx, "r3"))
-		source := e.source(t)
+		source := e.position(t).Source
 		s = subscribeSSE(t, e.url, changesSubscription, map[string]any{"since": since, "source": source})
 		must(t, e.w.Complete(ctx, "r2", json.RawMessage(`{}`)))
 		follow(s, e.revision(t))
@@ -916,15 +922,4 @@ func TestChangesResumeWithoutGapOrDuplicate(t *testing.T) {
 		}
 		waitClosed(t, bad.done, "the SOURCE_CHANGED stream's end")
 	})
-}
-
-func (e *liveEnv) source(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := e.db.BeginRead(ctx)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	var src string
-	must(t, tx.QueryRow(ctx, `SELECT source FROM flows_run_source WHERE singleton = 1`).Scan(&src))
-	return src
 }
