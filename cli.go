@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -58,6 +59,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 				}
 				return nil
 			}},
+		&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
+		&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
 	}
 	serveFlags = append(serveFlags, limitFlags(twin)...)
 	serveConfig := func(cmd *cli.Command) serveOptions {
@@ -73,6 +76,9 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			limits:          limitConfig(cmd),
 			stdout:          stdout,
 			ready:           ready,
+
+			liveInterval:     cmd.Duration("live-interval"),
+			maxSubscriptions: int(cmd.Int("max-subscriptions")),
 		}
 	}
 	// The demo's flags are its own: without Local every subcommand's help

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/vektah/gqlparser/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/graph/explorer"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
@@ -66,7 +68,13 @@ func TestExplorerExamplesOnTheDemoStore(t *testing.T) {
 	if _, err := engine.Seed(context.Background(), db, engine.SeedOptions{Runs: demoRuns, Seed: demoSeed}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(graph.NewHandler(snapshot.NewReader(storetest.OpenReader(t, dsn)), graph.Options{}))
+	reader := snapshot.NewReader(storetest.OpenReader(t, dsn))
+	watcher := live.New(reader, live.Options{})
+	wctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() { _ = watcher.Run(wctx) }()
+	<-watcher.Ready()
+	srv := httptest.NewServer(graph.NewHandler(reader, graph.Options{Live: watcher}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, db: db, url: srv.URL}
 
@@ -129,6 +137,14 @@ func TestExplorerExamplesOnTheDemoStore(t *testing.T) {
 			var vars map[string]any
 			if err := json.Unmarshal([]byte(ex.Variables), &vars); err != nil {
 				t.Fatal(err)
+			}
+			if strings.HasPrefix(ex.Query, "subscription") {
+				// The first event, over SSE.
+				ev := next(t, subscribeSSE(t, srv.URL, ex.Query, vars).events)
+				if len(ev.Errors) > 0 || ev.Extensions.Position == nil || len(ev.Data) == 0 {
+					t.Fatalf("first event: %+v", ev)
+				}
+				return
 			}
 			r := e.do(ex.Query, vars)
 			if ex.Name == "A bad cursor" {
