@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -184,28 +183,43 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 	}
 }
 
-// version is the module version and VCS revision the binary was built
-// from, as the Go toolchain recorded them.
-func version() string {
+// build is the module version, VCS revision and Go version the binary was
+// built from, as the Go toolchain recorded them ("unknown" where it did not).
+type build struct {
+	version, revision, goVersion string
+	modified                     bool
+}
+
+func buildInfo() build {
+	b := build{version: "unknown", revision: "unknown", goVersion: "unknown"}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return b
 	}
-	v := info.Main.Version
+	b.version, b.goVersion = info.Main.Version, info.GoVersion
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			v += " (revision " + s.Value
+			b.revision = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				v += ", modified"
-			}
+			b.modified = s.Value == "true"
 		}
 	}
-	if strings.Contains(v, "(") {
+	return b
+}
+
+// version is what --version prints.
+func version() string {
+	b := buildInfo()
+	v := b.version
+	if b.revision != "unknown" {
+		v += " (revision " + b.revision
+		if b.modified {
+			v += ", modified"
+		}
 		v += ")"
 	}
-	return v + ", " + info.GoVersion
+	return v + ", " + b.goVersion
 }
 
 // openMigrated opens dsn for writing and brings its schema up to date.
