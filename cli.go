@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -190,28 +189,43 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 	}
 }
 
-// version is the module version and VCS revision the binary was built
-// from, as the Go toolchain recorded them.
-func version() string {
+// build is the module version, VCS revision and Go version the binary was
+// built from, as the Go toolchain recorded them ("unknown" where it did not).
+type build struct {
+	version, revision, goVersion string
+	modified                     bool
+}
+
+func buildInfo() build {
+	b := build{version: "unknown", revision: "unknown", goVersion: "unknown"}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return b
 	}
-	v := info.Main.Version
+	b.version, b.goVersion = info.Main.Version, info.GoVersion
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			v += " (revision " + s.Value
+			b.revision = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				v += ", modified"
-			}
+			b.modified = s.Value == "true"
 		}
 	}
-	if strings.Contains(v, "(") {
+	return b
+}
+
+// version is what --version prints.
+func version() string {
+	b := buildInfo()
+	v := b.version
+	if b.revision != "unknown" {
+		v += " (revision " + b.revision
+		if b.modified {
+			v += ", modified"
+		}
 		v += ")"
 	}
-	return v + ", " + info.GoVersion
+	return v + ", " + b.goVersion
 }
 
 // openMigrated opens dsn for writing and brings its schema up to date.
@@ -233,14 +247,14 @@ func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
 func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
 	d := graph.DefaultOptions
 	return []cli.Flag{
-		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS")},
-		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES")},
-		&cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded", Sources: twin("FLOWSNAP_MAX_FIELDS")},
-		&cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set", Sources: twin("FLOWSNAP_MAX_SAME_NAME")},
-		&cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation", Sources: twin("FLOWSNAP_MAX_ALIASES")},
-		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS")},
-		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES")},
-		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES")},
+		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS"), Local: true},
+		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES"), Local: true},
+		&cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded", Sources: twin("FLOWSNAP_MAX_FIELDS"), Local: true},
+		&cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set", Sources: twin("FLOWSNAP_MAX_SAME_NAME"), Local: true},
+		&cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation", Sources: twin("FLOWSNAP_MAX_ALIASES"), Local: true},
+		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS"), Local: true},
+		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES"), Local: true},
+		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES"), Local: true},
 	}
 }
 

@@ -91,11 +91,13 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.Logger = log
 	gopts.Metrics = metrics
 	gopts.Live = watcher
-	mux.Handle("/graphql", withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	hm := newHTTPMetrics(reg, db, opts.maxReaders)
+	compress := compressor()
+	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))))
+	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("GET /readyz", hm.count("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := reader.Position(ctx); err != nil {
@@ -103,12 +105,12 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	})))
+	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if opts.introspection {
-		page := explorer.Handler(explorer.Options{})
-		mux.Handle("/", page)
-		mux.Handle(explorer.AssetPrefix, page)
+		page := compress(explorer.Handler(explorer.Options{}))
+		mux.Handle("/", hm.count("/", page))
+		mux.Handle(explorer.AssetPrefix, hm.count(explorer.AssetPrefix, page))
 	}
 
 	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))

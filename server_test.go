@@ -246,7 +246,7 @@ func TestVersion(t *testing.T) {
 func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
 	t.Parallel()
 	for cmd, want := range map[string][]string{
-		"serve":   {"--db", "[$FLOWSNAP_DB]", "--cors-origin", "(default: 8)"},
+		"serve":   {"--db", "[$FLOWSNAP_DB]", "--cors-origin", "(default: 8)", "--max-tokens", "[$FLOWSNAP_MAX_TOKENS]"},
 		"migrate": {"--db", "[$FLOWSNAP_DB]"},
 		"seed":    {"--runs", "(default: 10000)", "[$FLOWSNAP_SEED]"},
 	} {
@@ -261,6 +261,9 @@ func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
 		}
 		if strings.Contains(out, "--data") {
 			t.Errorf("%s --help lists the demo's --data:\n%s", cmd, out)
+		}
+		if cmd != "serve" && (strings.Contains(out, "GLOBAL OPTIONS") || strings.Contains(out, "--max-tokens")) {
+			t.Errorf("%s --help lists serve's limit flags as global:\n%s", cmd, out)
 		}
 	}
 }

@@ -192,7 +192,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
-	return liftDeadlines(&endpoint{next: srv, opts: opts, slots: slots, limiter: newLogLimiter(10)})
+	return liftDeadlines(&endpoint{next: srv, reader: reader, opts: opts, slots: slots, limiter: newLogLimiter(10)})
 }
 
 // capErrors keeps the first max errors of resp and says how many more
@@ -260,6 +260,9 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 					resp.Extensions = map[string]any{}
 				}
 				resp.Extensions["position"] = pos
+				if len(resp.Errors) == 0 {
+					recordOf(ctx).setETag(pos)
+				}
 			}
 		}
 		end(ctx, resp)

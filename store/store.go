@@ -233,6 +233,18 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 // PostgreSQL.
 func (db *DB) SQLitePath() string { return db.path }
 
+// ReadersInUse reports how many of the store's connections are lent out
+// now; on a read-only store, how many read transactions are open.
+func (db *DB) ReadersInUse() int {
+	if db.pool != nil {
+		return int(db.pool.Stat().AcquiredConns())
+	}
+	if db.reader != nil {
+		return db.reader.Stats().InUse
+	}
+	return 0
+}
+
 // Dialect reports which database the store is.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
