@@ -81,6 +81,9 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			if fe.RunID != "" {
 				ge.Extensions["runId"] = fe.RunID
 			}
+			for k, v := range fe.Details {
+				ge.Extensions[k] = v
+			}
 			if fe.Err != nil {
 				log.LogAttrs(ctx, slog.LevelWarn, "operation error", slog.String("code", string(code)),
 					slog.String("message", ge.Message), slog.String("cause", fe.Err.Error()))

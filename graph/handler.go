@@ -122,7 +122,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		return operation(ctx, next, reader, opts)
 	})
-	return limitBody(srv, opts.MaxBodyBytes)
+	return limitBody(withMinRevisionHeader(srv), opts.MaxBodyBytes)
 }
 
 // operation runs one operation in one read transaction with its own loaders
@@ -134,6 +134,14 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 	start := time.Now()
 	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)
+	min, minErr := minRevision(ctx)
+	if minErr != nil {
+		rd.End()
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
+			Message: fault.MessageOf(minErr), Extensions: map[string]any{"code": string(fault.CodeOf(minErr))},
+		}}})
+	}
+	rd.AtLeast(min)
 	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader, opts.BatchWait))
 	var once sync.Once
 	end := func(ctx context.Context, resp *graphql.Response) {
