@@ -44,6 +44,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
 	}
+	serveFlags = append(serveFlags, replicaFlags(twin)...)
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
 			addr:            cmd.String("addr"),
@@ -54,6 +55,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			maxReaders:      int(cmd.Int("max-readers")),
 			logFormat:       cmd.String("log-format"),
 			stdout:          stdout,
+			replica:         replicaConfig(cmd),
 		}
 	}
 	return &cli.Command{

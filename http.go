@@ -29,6 +29,7 @@ type serveOptions struct {
 	maxReaders      int
 	logFormat       string
 	stdout          io.Writer
+	replica         replicaOptions
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -43,7 +44,7 @@ func (o serveOptions) logger() *slog.Logger {
 // serve opens dsn read-only, checks it is an engine store this flowsnap
 // knows, and serves it until ctx ends.
 func serve(ctx context.Context, dsn string, opts serveOptions) error {
-	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders})
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: opts.replica.pgExecMode})
 	if err != nil {
 		return err
 	}
@@ -62,6 +63,15 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	metrics := graph.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
 	reader.OnRead = metrics.ObserveRead
+	replicas, err := openReplicas(ctx, reader, opts)
+	if err != nil {
+		return err
+	}
+	defer closeReplicas(replicas)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go reader.WatchReplicas(watchCtx)
+	reg.MustRegister(replicaCollector{reader})
 
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(reader, graph.Options{
@@ -82,7 +92,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 			http.Error(w, "the store cannot be read", http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = io.WriteString(w, "ok\n")
+		_, _ = io.WriteString(w, "ok\n"+replicaReport(reader))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if opts.introspection {
