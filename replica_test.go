@@ -380,3 +380,57 @@ func TestTwoInstancesBehindARoundRobinNeverGoBackInTime(t *testing.T) {
 	}
 	t.Logf("%d requests, the revision moved %d times, last %d", requests, moved, last)
 }
+
+func TestWithoutReplicasAMinimumIsMetOrSourceChanged(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		dsn := storetest.DSN(t, d)
+		db := storetest.OpenDSN(t, dsn, true)
+		w := engine.NewWriter(db, nil)
+		if err := w.CreateRun(context.Background(), engine.NewRun{ID: "only", FlowName: "f"}); err != nil {
+			t.Fatal(err)
+		}
+		addr, stop := startServe(t, noEnv, "--db", dsn)
+		t.Cleanup(func() { _ = stop() })
+		base := "http://" + addr
+		rev := post(t, base, positionQuery, -1, nil).revision(t)
+		if got := post(t, base, positionQuery, rev, nil).revision(t); got != rev {
+			t.Fatalf("minimum %d answered at %d", rev, got)
+		}
+		start := time.Now()
+		a := post(t, base, positionQuery, rev+1, nil)
+		if a.code() != "SOURCE_CHANGED" || a.Errors[0].Extensions["revision"] != float64(rev) {
+			t.Fatalf("minimum above the store: got %+v, want SOURCE_CHANGED with revision %d", a, rev)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("a minimum no store can reach waited %s; there is nothing to wait for", took)
+		}
+	})
+}
+
+func TestReplicasNeedAPostgreSQLPrimary(t *testing.T) {
+	dsn := storetest.DSN(t, store.SQLite)
+	storetest.OpenDSN(t, dsn, true)
+	out, err := runCmd(t, noEnv, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--replica", "postgres://127.0.0.1:1/x")
+	if err == nil || !strings.Contains(err.Error(), "--replica needs a PostgreSQL --db") {
+		t.Fatalf("serve with a SQLite primary and a replica: %v\n%s", err, out)
+	}
+}
+
+func TestReplicaFlagsHaveEnvironmentTwins(t *testing.T) {
+	r := newReplicated(t)
+	env := map[string]string{"FLOWSNAP_DB": r.primary, "FLOWSNAP_REPLICA": r.standby + "," + r.standby, "FLOWSNAP_REPLICA_CHECK_INTERVAL": "20ms"}
+	addr, stop := startServe(t, func(k string) string { return env[k] })
+	t.Cleanup(func() { _ = stop() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := httpGet(t, "http://"+addr+"/readyz")
+		if strings.Count(body, ": healthy") == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("FLOWSNAP_REPLICA with two replicas: /readyz says\n%s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
