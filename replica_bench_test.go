@@ -144,7 +144,9 @@ func (r *benchReplicated) anchors(b *testing.B) []string {
 	return ids
 }
 
-func revisionOf(b *testing.B, db *store.DB) int64 {
+// revisionOf reads db's revision.
+func revisionOf(b testing.TB, db *store.DB) int64 {
+	b.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginRead(ctx)
 	if err != nil {

@@ -92,16 +92,7 @@ func (r *replicated) resume(t *testing.T) {
 
 func (r *replicated) revision(t *testing.T) int64 {
 	t.Helper()
-	tx, err := r.db.BeginRead(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	var rev int64
-	if err := tx.QueryRow(context.Background(), `SELECT revision FROM flows_run_source`).Scan(&rev); err != nil {
-		t.Fatal(err)
-	}
-	return rev
+	return revisionOf(t, r.db)
 }
 
 // serveReplicated starts flowsnap on the primary with the standby as its

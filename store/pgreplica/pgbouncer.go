@@ -6,10 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,13 +38,7 @@ func PgBouncer(tb testing.TB, databases map[string]string) int {
 	if os.Geteuid() == 0 {
 		// PgBouncer refuses to run as root.
 		runAs = "postgres"
-		u, err := user.Lookup(runAs)
-		if err != nil {
-			tb.Fatalf("running pgbouncer as root needs the %s user: %v", runAs, err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := chownTo(dir, runAs); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -90,13 +90,7 @@ func (p *Pair) start(ctx context.Context) error {
 		return err
 	}
 	if p.runAs != "" {
-		u, err := user.Lookup(p.runAs)
-		if err != nil {
-			return fmt.Errorf("running PostgreSQL as root needs the %s user: %w", p.runAs, err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(p.dir, uid, gid); err != nil {
+		if err := chownTo(p.dir, p.runAs); err != nil {
 			return err
 		}
 	}
@@ -355,4 +349,15 @@ func StopShared() {
 	if shared != nil {
 		shared.Stop()
 	}
+}
+
+// chownTo gives dir to the user name, who runs the servers.
+func chownTo(dir, name string) error {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return fmt.Errorf("running PostgreSQL or PgBouncer as root needs the %s user: %w", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return os.Chown(dir, uid, gid)
 }
