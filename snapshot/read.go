@@ -18,6 +18,9 @@ type Reader struct {
 	// OnRead, when set, is called after each read transaction ends with how
 	// long it was open; for metrics.
 	OnRead func(open time.Duration, err error)
+
+	sourceMu sync.Mutex
+	source   string // the source of the first position read
 }
 
 // NewReader returns a Reader of db. On SQLite it also guards the engine's
@@ -149,7 +152,7 @@ func (rd *Read) open(ctx context.Context) error {
 	}
 	rd.tx, rd.opened, rd.pos = tx, time.Now(), pos
 	rd.statements++
-	return nil
+	return rd.r.sameSource(pos.Source)
 }
 
 // readPosition begins a read transaction on db and reads its position, the
@@ -182,6 +185,22 @@ func scanPosition(ctx context.Context, tx store.Tx) (Position, error) {
 		return Position{}, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
 	return Position{Source: src, Revision: rev}, nil
+}
+
+// sameSource refuses a position from another store than the first one this
+// reader read: a store replaced under a running server must not be answered
+// from, nor mixed with the one it replaced.
+func (r *Reader) sameSource(src string) error {
+	r.sourceMu.Lock()
+	defer r.sourceMu.Unlock()
+	if r.source == "" {
+		r.source = src
+		return nil
+	}
+	if src != r.source {
+		return fault.Errorf(fault.PersistenceFailed, "the store was replaced: its source is not the one this server started with")
+	}
+	return nil
 }
 
 func isLowerHex(s string) bool {
