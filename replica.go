@@ -58,7 +58,7 @@ func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOption
 	if len(ro.dsns) == 0 {
 		return nil, nil
 	}
-	if reader.DB().Dialect() != store.Postgres {
+	if !reader.DB().HasStandbys() {
 		return nil, fmt.Errorf("--replica needs a PostgreSQL --db; %s has no replicas", reader.DB())
 	}
 	var dbs []*store.DB

@@ -113,7 +113,7 @@ func (r *Reader) UseReplicas(ctx context.Context, replicas []*store.DB, opts Rep
 	if len(replicas) == 0 {
 		return nil
 	}
-	if r.db.Dialect() != store.Postgres {
+	if !r.db.HasStandbys() {
 		return fmt.Errorf("replicas need a PostgreSQL primary; %s is not one", r.db)
 	}
 	if opts.StaleWait <= 0 {
@@ -130,7 +130,7 @@ func (r *Reader) UseReplicas(ctx context.Context, replicas []*store.DB, opts Rep
 	s := &replicaSet{primary: r.db, opts: opts, source: pos.Source, primaryRev: pos.Revision,
 		poke: make(chan struct{}, 1), changed: make(chan struct{})}
 	for _, db := range replicas {
-		if db.Dialect() != store.Postgres {
+		if !db.HasStandbys() {
 			return fmt.Errorf("replica %s is not PostgreSQL", db)
 		}
 		s.reps = append(s.reps, &replica{db: db})

@@ -43,3 +43,7 @@ func setExecMode(cfg *pgxpool.Config, mode string) error {
 func preparesOnce(cfg *pgxpool.Config) bool {
 	return cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }
+
+// HasStandbys reports whether the store's kind of database has hot
+// standbys a reader can be sent to: PostgreSQL does, SQLite does not.
+func (db *DB) HasStandbys() bool { return db.dialect == Postgres }
