@@ -108,18 +108,21 @@ func (p prefetcher) pages(f graphql.CollectedField, runs []*snapshot.Run) []work
 			nodes = append(nodes, e.Node.Snapshot)
 		}
 	}
-	runsBelow := onlyRuns(nodes)
-	// A connection's runs are selected through nodes and through
-	// edges { node }.
+	return connectionWork(p.oc, f.Selections, onlyRuns(nodes))
+}
+
+// connectionWork is what a selection on a RunConnection asks of its runs,
+// which it selects through nodes and through edges { node }.
+func connectionWork(oc *graphql.OperationContext, sel ast.SelectionSet, runs []*snapshot.Run) []work {
 	var out []work
-	for _, cf := range graphql.CollectFields(p.oc, f.Selections, []string{"RunConnection"}) {
+	for _, cf := range graphql.CollectFields(oc, sel, []string{"RunConnection"}) {
 		switch cf.Name {
 		case "nodes":
-			out = append(out, work{sel: cf.Selections, runs: runsBelow})
+			out = append(out, work{sel: cf.Selections, runs: runs})
 		case "edges":
-			for _, ef := range graphql.CollectFields(p.oc, cf.Selections, []string{"RunEdge"}) {
+			for _, ef := range graphql.CollectFields(oc, cf.Selections, []string{"RunEdge"}) {
 				if ef.Name == "node" {
-					out = append(out, work{sel: ef.Selections, runs: runsBelow})
+					out = append(out, work{sel: ef.Selections, runs: runs})
 				}
 			}
 		}
