@@ -225,6 +225,12 @@ func TestAMinimumAheadOfTheStandbyWaitsThenReadsThePrimary(t *testing.T) {
 	if got := post(t, base, positionQuery, -1, map[string]any{"minRevision": ahead}).revision(t); got < ahead {
 		t.Fatalf("a read with extensions.minRevision %d answered at %d", ahead, got)
 	}
+	// A change feed's since is a minimum too: a standby behind it must
+	// not answer SOURCE_CHANGED.
+	feed := post(t, base, fmt.Sprintf(`{ changes(since: %d) { nextRevision } }`, ahead), -1, nil)
+	if got := feed.revision(t); got < ahead {
+		t.Fatalf("changes(since: %d) answered at %d", ahead, got)
+	}
 	// A minimum the standby has is read there at once.
 	if got := post(t, base, positionQuery, behind, nil).revision(t); got != behind {
 		t.Fatalf("a read with minimum %d answered at %d, want the standby's %d", behind, got, behind)

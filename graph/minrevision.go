@@ -33,8 +33,9 @@ func withMinRevisionHeader(next http.Handler) http.Handler {
 
 // minRevision returns the least revision the operation must read at: the
 // largest of the request's Flowsnap-Min-Revision header, its
-// extensions.minRevision, and the revision of every cursor the operation
-// continues after (any argument named after), so that neither a client that
+// extensions.minRevision, the revision of every cursor the operation
+// continues after (any argument named after), and the since of a change
+// feed (a replica behind it must not answer SOURCE_CHANGED), so that neither a client that
 // sends the last revision it saw nor one that pages sees an older one. A
 // malformed header or extension is BAD_USER_INPUT; a malformed cursor is
 // left to the field that reads it.
@@ -64,14 +65,15 @@ func minRevision(ctx context.Context) (int64, error) {
 			if c, err := cursor.Decode(s); err == nil {
 				min = max(min, c.Revision)
 			}
-		})
+		}, func(since int64) { min = max(min, since) })
 	}
 	return min, nil
 }
 
 // walkAfter calls fn with the value of every string argument named after
-// in set, fragments included (each named fragment once).
-func walkAfter(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any, seen map[string]bool, fn func(string)) {
+// in set, and since with the since of every changes field, fragments
+// included (each named fragment once).
+func walkAfter(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any, seen map[string]bool, fn func(string), since func(int64)) {
 	for _, sel := range set {
 		switch s := sel.(type) {
 		case *ast.Field:
@@ -82,16 +84,23 @@ func walkAfter(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any
 					}
 				}
 			}
-			walkAfter(doc, s.SelectionSet, vars, seen, fn)
+			if a := s.Arguments.ForName("since"); a != nil && a.Value != nil && s.Name == "changes" {
+				if v, err := a.Value.Value(vars); err == nil {
+					if n, ok := revisionValue(v); ok {
+						since(n)
+					}
+				}
+			}
+			walkAfter(doc, s.SelectionSet, vars, seen, fn, since)
 		case *ast.InlineFragment:
-			walkAfter(doc, s.SelectionSet, vars, seen, fn)
+			walkAfter(doc, s.SelectionSet, vars, seen, fn, since)
 		case *ast.FragmentSpread:
 			if seen[s.Name] || doc == nil {
 				continue
 			}
 			seen[s.Name] = true
 			if f := doc.Fragments.ForName(s.Name); f != nil {
-				walkAfter(doc, f.SelectionSet, vars, seen, fn)
+				walkAfter(doc, f.SelectionSet, vars, seen, fn, since)
 			}
 		}
 	}
