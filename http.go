@@ -28,6 +28,7 @@ type serveOptions struct {
 	introspection   bool
 	maxReaders      int
 	logFormat       string
+	corsOrigins     []string
 	// limits holds the request bounds of graph.Options (the Max* fields).
 	limits  graph.Options
 	stdout  io.Writer
@@ -83,7 +84,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.DisableIntrospection = !opts.introspection
 	gopts.Logger = log
 	gopts.Metrics = metrics
-	mux.Handle("/graphql", graph.NewHandler(reader, gopts))
+	mux.Handle("/graphql", withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -116,7 +117,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
-	fmt.Fprintf(opts.stdout, "flowsnap serving %s on http://%s/ (GraphQL at http://%s/graphql)\n", db, addr, addr)
+	// Through the logger, so that with --log-format json the output is JSON only.
+	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql")
 	if opts.ready != nil {
 		opts.ready(addr)
 	}

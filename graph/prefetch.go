@@ -191,7 +191,7 @@ func rootRunIDs(ctx context.Context) []string {
 	}
 	var ids []string
 	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{"Query"}) {
-		if f.Name != "run" {
+		if f.Name != "run" && f.Name != "node" {
 			continue
 		}
 		func() {

@@ -118,8 +118,10 @@ type ComplexityRoot struct {
 	}
 
 	PageInfo struct {
-		EndCursor   func(childComplexity int) int
-		HasNextPage func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
+		HasNextPage     func(childComplexity int) int
+		HasPreviousPage func(childComplexity int) int
+		StartCursor     func(childComplexity int) int
 	}
 
 	Position struct {
@@ -131,6 +133,7 @@ type ComplexityRoot struct {
 		Changes   func(childComplexity int, since int64, source *string, first *int) int
 		CountRuns func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
 		ListRuns  func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
+		Node      func(childComplexity int, id string) int
 		Position  func(childComplexity int) int
 		Run       func(childComplexity int, id string) int
 		Runs      func(childComplexity int, ids []string) int
@@ -539,6 +542,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+	case "PageInfo.hasPreviousPage":
+		if e.ComplexityRoot.PageInfo.HasPreviousPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.HasPreviousPage(childComplexity), true
+	case "PageInfo.startCursor":
+		if e.ComplexityRoot.PageInfo.StartCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
 	case "Position.revision":
 		if e.ComplexityRoot.Position.Revision == nil {
@@ -587,6 +602,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ListRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["order"].(*snapshot.RunOrder), args["first"].(*int), args["after"].(*string)), true
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
 	case "Query.position":
 		if e.ComplexityRoot.Query.Position == nil {
 			break
@@ -1371,6 +1397,10 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	switch field.Name {
 	case "hasNextPage":
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+	case "hasPreviousPage":
+		return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+	case "startCursor":
+		return ec.fieldContext_PageInfo_startCursor(ctx, field)
 	case "endCursor":
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}

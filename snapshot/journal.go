@@ -202,6 +202,7 @@ func (q *querier) journalPages(l journalList, reqs []PageRequest, dest []any, ke
 	var ord, id any
 	scan := append([]any{&wi, &ord, &id}, dest...)
 	counts := make([]int, len(wants))
+	starts := make([]string, len(wants))
 	ends := make([]string, len(wants))
 	for rows.Next() {
 		if err := rows.Scan(scan...); err != nil {
@@ -222,6 +223,9 @@ func (q *querier) journalPages(l journalList, reqs []PageRequest, dest []any, ke
 		o, _ := toInt(ord)
 		s, _ := toText(id)
 		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
+		if counts[wi] == 1 {
+			starts[wi] = c
+		}
 		ends[wi] = c
 		keep(w.req, c)
 	}
@@ -230,7 +234,8 @@ func (q *querier) journalPages(l journalList, reqs []PageRequest, dest []any, ke
 	}
 	for i, w := range wants {
 		if counts[i] > 0 {
-			end := ends[i]
+			start, end := starts[i], ends[i]
+			infos[w.req].pageInfo.StartCursor = &start
 			infos[w.req].pageInfo.EndCursor = &end
 		}
 	}

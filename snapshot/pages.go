@@ -36,9 +36,16 @@ type Page struct {
 	PageInfo PageInfo
 }
 
-// PageInfo says whether a page has a successor and where it ends.
+// PageInfo says whether a page has a successor and where it starts and
+// ends, with Relay's field names.
 type PageInfo struct {
 	HasNextPage bool
+	// HasPreviousPage is always false: pages are read forward only (first
+	// and after), where Relay's connection spec lets a server answer false
+	// rather than read what lies before the cursor.
+	HasPreviousPage bool
+	// StartCursor is the cursor of the page's first edge; nil for an empty page.
+	StartCursor *string
 	// EndCursor is the cursor of the page's last edge; nil for an empty page.
 	EndCursor *string
 }
@@ -238,6 +245,7 @@ ORDER BY q.w, q.ord, q.id`, args...)
 	for _, w := range wants {
 		page := out[w.req].Page
 		if n := len(page.Edges); n > 0 {
+			page.PageInfo.StartCursor = &page.Edges[0].Cursor
 			page.PageInfo.EndCursor = &page.Edges[n-1].Cursor
 		}
 	}
