@@ -61,6 +61,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 		&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
 		&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
 	}
+	serveFlags = append(serveFlags, replicaFlags(twin)...)
 	serveFlags = append(serveFlags, limitFlags(twin)...)
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
@@ -74,6 +75,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			corsOrigins:     cmd.StringSlice("cors-origin"),
 			limits:          limitConfig(cmd),
 			stdout:          stdout,
+			replica:         replicaConfig(cmd),
 			ready:           ready,
 
 			liveInterval:     cmd.Duration("live-interval"),

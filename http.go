@@ -31,8 +31,9 @@ type serveOptions struct {
 	logFormat       string
 	corsOrigins     []string
 	// limits holds the request bounds of graph.Options (the Max* fields).
-	limits graph.Options
-	stdout io.Writer
+	limits  graph.Options
+	stdout  io.Writer
+	replica replicaOptions
 
 	// liveInterval and maxSubscriptions configure subscriptions (package live).
 	liveInterval     time.Duration
@@ -51,7 +52,7 @@ func (o serveOptions) logger() *slog.Logger {
 // serve opens dsn read-only, checks it is an engine store this flowsnap
 // knows, and serves it until ctx ends.
 func serve(ctx context.Context, dsn string, opts serveOptions) error {
-	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders})
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: opts.replica.pgExecMode})
 	if err != nil {
 		return err
 	}
@@ -70,6 +71,15 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	metrics := graph.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
 	reader.OnRead = metrics.ObserveRead
+	replicas, err := openReplicas(ctx, reader, opts)
+	if err != nil {
+		return err
+	}
+	defer closeReplicas(replicas)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go reader.WatchReplicas(watchCtx)
+	reg.MustRegister(replicaCollector{reader})
 	watcher := live.New(reader, live.Options{
 		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
 		Metrics: live.NewMetrics(reg), Logger: log,
@@ -104,7 +114,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 			http.Error(w, "the store cannot be read", http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = io.WriteString(w, "ok\n")
+		_, _ = io.WriteString(w, "ok\n"+replicaReport(reader))
 	})))
 	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if opts.introspection {

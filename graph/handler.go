@@ -192,7 +192,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
-	return liftDeadlines(&endpoint{next: srv, reader: reader, opts: opts, slots: slots, limiter: newLogLimiter(10)})
+	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, slots: slots, limiter: newLogLimiter(10)})
 }
 
 // capErrors keeps the first max errors of resp and says how many more
@@ -221,6 +221,14 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 	start := time.Now()
 	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)
+	min, minErr := minRevision(ctx)
+	if minErr != nil {
+		rd.End()
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
+			Message: fault.MessageOf(minErr), Extensions: map[string]any{"code": string(fault.CodeOf(minErr))},
+		}}})
+	}
+	rd.AtLeast(min)
 	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader, opts.BatchWait))
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		rec := recordOf(ctx)

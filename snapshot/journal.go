@@ -222,7 +222,7 @@ func (q *querier) journalPages(l journalList, reqs []PageRequest, dest []any, ke
 		// on its own and the cursor merely cannot be continued from.
 		o, _ := toInt(ord)
 		s, _ := toText(id)
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s})
+		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
 		if counts[wi] == 1 {
 			starts[wi] = c
 		}

@@ -147,6 +147,9 @@ func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageR
 		w := pageWant{req: i, key: key(req), size: size, after: cursor.Cursor{Ordinal: -1}}
 		if err == nil && req.After != nil {
 			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, kind)
+			if err == nil {
+				err = notBefore(w.after, q.pos())
+			}
 		}
 		if err != nil {
 			errs[i] = err
@@ -233,7 +236,7 @@ ORDER BY q.w, q.ord, q.id`, args...)
 			continue
 		}
 		snap, err := raw.decode(q.pos())
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: kind, Ordinal: ord, Last: raw.id})
+		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: kind, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
 		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result{Snapshot: snap, Err: err}})
 	}
 	if err := rows.Err(); err != nil {

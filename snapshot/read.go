@@ -13,6 +13,8 @@ import (
 type Reader struct {
 	db   *store.DB
 	gate *walGate
+	// replicas, when set, are where reads go (see UseReplicas).
+	replicas *replicaSet
 	// OnRead, when set, is called after each read transaction ends with how
 	// long it was open; for metrics.
 	OnRead func(open time.Duration, err error)
@@ -51,6 +53,8 @@ type Read struct {
 	err        error
 	ended      bool
 	statements int
+	// min is the least revision the read may be at (see AtLeast).
+	min int64
 }
 
 // Begin returns a context whose reads all happen in one transaction, and
@@ -138,7 +142,7 @@ func (rd *Read) open(ctx context.Context) error {
 		}
 		rd.release = release
 	}
-	tx, err := rd.r.db.BeginRead(ctx)
+	tx, pos, err := rd.r.begin(ctx, rd.min)
 	if err != nil {
 		if rd.release != nil {
 			rd.release()
@@ -146,24 +150,41 @@ func (rd *Read) open(ctx context.Context) error {
 		}
 		return err
 	}
-	rd.tx, rd.opened = tx, time.Now()
+	rd.tx, rd.opened, rd.pos = tx, time.Now(), pos
 	rd.statements++
+	return rd.r.sameSource(pos.Source)
+}
+
+// readPosition begins a read transaction on db and reads its position, the
+// first statement of every read. On failure nothing is left open.
+func readPosition(ctx context.Context, db *store.DB) (store.Tx, Position, error) {
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		return nil, Position{}, err
+	}
+	pos, err := scanPosition(ctx, tx)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+		return nil, Position{}, err
+	}
+	return tx, pos, nil
+}
+
+func scanPosition(ctx context.Context, tx store.Tx) (Position, error) {
 	var src string
 	var rev int64
 	if err := tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
 		if err == store.ErrNoRows {
-			return fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
+			return Position{}, fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
 		}
-		return persistence(err, "reading the position")
+		return Position{}, persistence(err, "reading the position")
 	}
 	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
-		return fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
+		return Position{}, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
-	if err := rd.r.sameSource(src); err != nil {
-		return err
-	}
-	rd.pos = Position{Source: src, Revision: rev}
-	return nil
+	return Position{Source: src, Revision: rev}, nil
 }
 
 // sameSource refuses a position from another store than the first one this
