@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -43,6 +44,8 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION")},
 		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
+		&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL")},
+		&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS")},
 	}
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
@@ -54,6 +57,9 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			maxReaders:      int(cmd.Int("max-readers")),
 			logFormat:       cmd.String("log-format"),
 			stdout:          stdout,
+
+			liveInterval:     cmd.Duration("live-interval"),
+			maxSubscriptions: int(cmd.Int("max-subscriptions")),
 		}
 	}
 	return &cli.Command{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/graph/explorer"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 )
@@ -29,6 +30,10 @@ type serveOptions struct {
 	maxReaders      int
 	logFormat       string
 	stdout          io.Writer
+
+	// liveInterval and maxSubscriptions configure subscriptions (package live).
+	liveInterval     time.Duration
+	maxSubscriptions int
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -62,6 +67,17 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	metrics := graph.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
 	reader.OnRead = metrics.ObserveRead
+	watcher := live.New(reader, live.Options{
+		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
+		Metrics: live.NewMetrics(reg), Logger: log,
+	})
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLive()
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		_ = watcher.Run(liveCtx)
+	}()
 
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(reader, graph.Options{
@@ -71,6 +87,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		DisableIntrospection: !opts.introspection,
 		Logger:               log,
 		Metrics:              metrics,
+		Live:                 watcher,
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
@@ -91,6 +108,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		mux.Handle(explorer.AssetPrefix, page)
 	}
 
+	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeConns()
 	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", opts.addr, err)
@@ -102,6 +121,9 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		WriteTimeout:      opts.timeout + 15*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// WebSocket connections outlive Shutdown (they are hijacked); this
+		// context, cancelled once it is done, closes them.
+		BaseContext: func(net.Listener) context.Context { return connCtx },
 	}
 	addr := ln.Addr().String()
 	fmt.Fprintf(opts.stdout, "flowsnap serving %s on http://%s/ (GraphQL at http://%s/graphql)\n", db, addr, addr)
@@ -115,9 +137,15 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Subscriptions end first, each with its complete message, so that
+	// Shutdown finds their streams finished rather than cutting them.
+	stopLive()
+	<-liveDone
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
+	err = srv.Shutdown(shutdown)
+	closeConns()
+	if err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {

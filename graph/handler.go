@@ -21,6 +21,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -50,8 +51,14 @@ type Options struct {
 	// Metrics, when set, counts operations.
 	Metrics *Metrics
 	// OnOperation, when set, is called after each operation with the read
-	// it used; for tests that count statements.
+	// it used (and after each subscription event); for tests that count
+	// statements.
 	OnOperation func(rd *snapshot.Read)
+	// Live, when set, serves subscriptions; without it they are refused.
+	Live *live.Watcher
+	// KeepAlive is how often an idle subscription is sent a keep-alive
+	// (a WebSocket ping message, an SSE comment).
+	KeepAlive time.Duration
 }
 
 // DefaultOptions are the limits used where Options leaves a zero.
@@ -63,6 +70,7 @@ var DefaultOptions = Options{
 	MaxTokens:       20_000,
 	MaxBodyBytes:    1 << 20,
 	BatchWait:       50 * time.Microsecond,
+	KeepAlive:       15 * time.Second,
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +99,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = d.KeepAlive
+	}
 	return o
 }
 
@@ -105,6 +116,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	cfg := Config{Resolvers: &Resolver{Reader: reader}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
+	addLiveTransports(srv, opts)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -122,7 +134,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		return operation(ctx, next, reader, opts)
 	})
-	return limitBody(srv, opts.MaxBodyBytes)
+	return streaming(limitBody(srv, opts.MaxBodyBytes))
 }
 
 // operation runs one operation in one read transaction with its own loaders
@@ -131,6 +143,9 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 // one gqlgen hands back to the transport: a response handler that finds its
 // context done answers nothing at all, where a client needs a TIMEOUT error.
 func operation(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
+	if isSubscription(ctx) {
+		return subscription(ctx, next, reader, opts)
+	}
 	start := time.Now()
 	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)

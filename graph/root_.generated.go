@@ -36,6 +36,7 @@ type ResolverRoot interface {
 	SleepStep() SleepStepResolver
 	StepConnection() StepConnectionResolver
 	StepEdge() StepEdgeResolver
+	Subscription() SubscriptionResolver
 	WaitStep() WaitStepResolver
 }
 
@@ -232,6 +233,11 @@ type ComplexityRoot struct {
 	StepEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	Subscription struct {
+		Position func(childComplexity int) int
+		Run      func(childComplexity int, id string) int
 	}
 
 	WaitStep struct {
@@ -1047,6 +1053,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StepEdge.Node(childComplexity), true
 
+	case "Subscription.position":
+		if e.ComplexityRoot.Subscription.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.Position(childComplexity), true
+	case "Subscription.run":
+		if e.ComplexityRoot.Subscription.Run == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_run_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Run(childComplexity, args["id"].(string)), true
+
 	case "WaitStep.claimedEvent":
 		if e.ComplexityRoot.WaitStep.ClaimedEvent == nil {
 			break
@@ -1184,6 +1208,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 			return &response
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1209,7 +1250,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls"
+//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls" "subscription.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1224,6 +1265,7 @@ var sources = []*ast.Source{
 	{Name: "find.graphqls", Input: sourceData("find.graphqls"), BuiltIn: false},
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
+	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
