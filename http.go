@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowsnap/flowsnap/graph"
-	"github.com/flowsnap/flowsnap/graph/explorer"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/web"
 )
 
 type serveOptions struct {
@@ -102,10 +102,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if opts.introspection {
-		page := explorer.Handler(explorer.Options{})
-		mux.Handle("/", page)
-		mux.Handle(explorer.AssetPrefix, page)
+	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
+	pages := web.Options{Explorer: opts.introspection}
+	pagesHandler := web.Handler(pages)
+	for _, p := range web.Paths(pages) {
+		mux.Handle(p, pagesHandler)
 	}
 
 	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
