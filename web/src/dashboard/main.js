@@ -1,6 +1,6 @@
 // The flowsnap dashboard: the runs list and the run page, each at its own
 // URL (hash routing, so a link can be shared), kept live by subscriptions.
-import { render } from 'preact';
+import { render, Component } from 'preact';
 import { useEffect, useState, useCallback, useRef } from 'preact/hooks';
 import { html } from 'htm/preact';
 import { endpoint, query, subscribe } from './api.js';
@@ -143,7 +143,18 @@ function filterFrom(params) {
   return f;
 }
 
-function Filters({ params }) {
+// Filters is rendered again only when the URL's filter changes, so a live
+// update never wipes what a person is typing.
+class Filters extends Component {
+  shouldComponentUpdate(next) {
+    return next.params.toString() !== this.props.params.toString();
+  }
+  render({ params }) {
+    return html`<${FilterForm} key=${params.toString()} params=${params} />`;
+  }
+}
+
+function FilterForm({ params }) {
   const submit = (e) => {
     e.preventDefault();
     const fd = new FormData(e.currentTarget);
