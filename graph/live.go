@@ -45,11 +45,11 @@ type stream struct {
 // a snapshot of its own.
 func subscription(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
 	if opts.Live == nil {
-		return refuse(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
+		return refuseSubscription(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
 	}
 	sub, err := opts.Live.Subscribe()
 	if err != nil {
-		return refuse(err)
+		return refuseSubscription(err)
 	}
 	st := &stream{sub: sub, slots: make(chan context.Context, 1)}
 	ctx = context.WithValue(ctx, streamKey{}, st)
@@ -108,8 +108,8 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	}
 }
 
-// refuse answers a subscription with err and nothing else.
-func refuse(err error) graphql.ResponseHandler {
+// refuseSubscription answers a subscription with err and nothing else.
+func refuseSubscription(err error) graphql.ResponseHandler {
 	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
 		Message:    fault.MessageOf(err),
 		Extensions: map[string]any{"code": string(fault.CodeOf(err))},
@@ -223,10 +223,10 @@ func addLiveTransports(srv *handler.Server, opts Options) {
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 }
 
-// streaming lifts the server's read and write deadlines from subscription
+// streamingDeadlines lifts the server's read and write deadlines from subscription
 // requests (WebSocket upgrades, SSE): they are meant to bound a request,
 // and a stream lives as long as its client wants.
-func streaming(next http.Handler) http.Handler {
+func streamingDeadlines(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			rc := http.NewResponseController(w)

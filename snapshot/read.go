@@ -16,6 +16,9 @@ type Reader struct {
 	// OnRead, when set, is called after each read transaction ends with how
 	// long it was open; for metrics.
 	OnRead func(open time.Duration, err error)
+
+	sourceMu sync.Mutex
+	source   string // the source of the first position read
 }
 
 // NewReader returns a Reader of db. On SQLite it also guards the engine's
@@ -156,7 +159,26 @@ func (rd *Read) open(ctx context.Context) error {
 	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
 		return fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
+	if err := rd.r.sameSource(src); err != nil {
+		return err
+	}
 	rd.pos = Position{Source: src, Revision: rev}
+	return nil
+}
+
+// sameSource refuses a position from another store than the first one this
+// reader read: a store replaced under a running server must not be answered
+// from, nor mixed with the one it replaced.
+func (r *Reader) sameSource(src string) error {
+	r.sourceMu.Lock()
+	defer r.sourceMu.Unlock()
+	if r.source == "" {
+		r.source = src
+		return nil
+	}
+	if src != r.source {
+		return fault.Errorf(fault.PersistenceFailed, "the store was replaced: its source is not the one this server started with")
+	}
 	return nil
 }
 
