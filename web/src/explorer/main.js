@@ -49,7 +49,21 @@ async function fill(examples) {
   return examples.map((ex) => ({ ...ex, variables: Object.fromEntries(Object.entries(ex.variables ?? {}).map(([k, v]) => [k, subst(ex, v)])) }));
 }
 
-function Examples({ examples }) {
+// The examples, once filled, for the pane; the plugin object stays the same
+// across renders, as GraphiQL needs to keep it open.
+let loaded = null;
+const listeners = new Set();
+fetch('/explorer/examples.json').then((r) => r.json()).then(fill).catch(() => []).then((list) => {
+  loaded = list;
+  listeners.forEach((f) => f(list));
+});
+
+function Examples() {
+  const [examples, setExamples] = useState(loaded);
+  useEffect(() => {
+    listeners.add(setExamples);
+    return () => listeners.delete(setExamples);
+  }, []);
   const { queryEditor, variableEditor } = useEditorContext({ nonNull: true });
   return h('div', { className: 'examples' },
     h('div', { className: 'graphiql-doc-explorer-title' }, 'Examples'),
@@ -66,18 +80,14 @@ function Examples({ examples }) {
 
 const Icon = () => h('span', { 'aria-hidden': true, className: 'examples-icon' }, '☰');
 
+const plugin = { title: 'Examples', icon: Icon, content: Examples };
+
 function App() {
-  const [examples, setExamples] = useState(null);
-  useEffect(() => {
-    fetch('/explorer/examples.json').then((r) => r.json()).then(fill).then(setExamples).catch(() => setExamples([]));
-  }, []);
-  const plugin = { title: 'Examples', icon: Icon, content: () => h(Examples, { examples }) };
-  const first = examples?.[0];
   return h(GraphiQL, {
     fetcher,
     plugins: [plugin],
     visiblePlugin: plugin,
-    defaultQuery: first ? first.query.join('\n') : '{ position { source revision } }',
+    defaultQuery: '{ position { source revision } }',
     shouldPersistHeaders: false,
   });
 }
