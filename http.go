@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowsnap/flowsnap/graph"
-	"github.com/flowsnap/flowsnap/graph/explorer"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/web"
 )
 
 type serveOptions struct {
@@ -117,10 +117,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		_, _ = io.WriteString(w, "ok\n"+replicaReport(reader))
 	})))
 	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	if opts.introspection {
-		page := compress(explorer.Handler(explorer.Options{}))
-		mux.Handle("/", hm.count("/", page))
-		mux.Handle(explorer.AssetPrefix, hm.count(explorer.AssetPrefix, page))
+	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
+	pages := web.Options{Explorer: opts.introspection}
+	pagesHandler := compress(web.Handler(pages))
+	for _, p := range web.Paths(pages) {
+		mux.Handle(p, hm.count(p, pagesHandler))
 	}
 
 	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -358,4 +360,10 @@ func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// Hijack hands a WebSocket upgrade the connection underneath.
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	s.status, s.wrote = http.StatusSwitchingProtocols, true
+	return http.NewResponseController(s.ResponseWriter).Hijack()
 }
