@@ -42,27 +42,36 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 	twin := func(key string) cli.ValueSourceChain {
 		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
 	}
-	dbFlag := &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true, Local: true}
-	addrFlag := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR"), Local: true}
-	serveFlags := []cli.Flag{
-		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT"), Local: true},
-		&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
-		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
-		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
-		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
-		&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
-		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
-			Validator: func(v string) error {
-				if v != "text" && v != "json" {
-					return fmt.Errorf("--log-format %q: want text or json", v)
-				}
-				return nil
-			}},
-		&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
-		&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
+	// Each command gets flags of its own: a flag shared between the demo and a
+	// subcommand loses the value its environment twin gave it.
+	dbFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true, Local: true}
 	}
-	serveFlags = append(serveFlags, replicaFlags(twin)...)
-	serveFlags = append(serveFlags, limitFlags(twin)...)
+	addrFlag := func() cli.Flag {
+		return &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR"), Local: true}
+	}
+	serveFlags := func() []cli.Flag {
+		serveFlags := []cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT"), Local: true},
+			&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
+			&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
+			&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
+			&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
+			&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
+				Validator: func(v string) error {
+					if v != "text" && v != "json" {
+						return fmt.Errorf("--log-format %q: want text or json", v)
+					}
+					return nil
+				}},
+			&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
+			&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
+		}
+		serveFlags = append(serveFlags, replicaFlags(twin)...)
+		serveFlags = append(serveFlags, limitFlags(twin)...)
+		return serveFlags
+	}
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
 			addr:            cmd.String("addr"),
@@ -88,8 +97,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 		&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA"), Local: true},
 		&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS"), Local: true},
 		&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
-		addrFlag,
-	}, serveFlags...)
+		addrFlag(),
+	}, serveFlags()...)
 	return &cli.Command{
 		Name:      "flowsnap",
 		Usage:     "serve a workflow engine's state over GraphQL, as consistent snapshots",
@@ -115,7 +124,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			{
 				Name:  "serve",
 				Usage: "serve an existing engine store, read-only",
-				Flags: append([]cli.Flag{dbFlag, addrFlag}, serveFlags...),
+				Flags: append([]cli.Flag{dbFlag(), addrFlag()}, serveFlags()...),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					return serve(ctx, cmd.String("db"), serveConfig(cmd))
 				},
@@ -123,7 +132,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			{
 				Name:  "migrate",
 				Usage: "create or upgrade an engine store",
-				Flags: []cli.Flag{dbFlag},
+				Flags: []cli.Flag{dbFlag()},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					db, err := store.Open(ctx, cmd.String("db"), store.Options{})
 					if err != nil {
@@ -145,7 +154,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			{
 				Name:  "seed",
 				Usage: "fill an engine store with a deterministic, realistic history",
-				Flags: []cli.Flag{dbFlag,
+				Flags: []cli.Flag{dbFlag(),
 					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS"), Local: true},
 					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED"), Local: true},
 				},
@@ -170,7 +179,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			{
 				Name:  "simulate",
 				Usage: "keep writing to an engine store like a running engine, until interrupted",
-				Flags: []cli.Flag{dbFlag,
+				Flags: []cli.Flag{dbFlag(),
 					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
 					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED"), Local: true},
 				},
