@@ -43,8 +43,6 @@ type Options struct {
 	MaxBodyBytes int64
 	// DisableIntrospection turns introspection off.
 	DisableIntrospection bool
-	// BatchWait is how long a loader waits to gather a batch.
-	BatchWait time.Duration
 	// Logger receives one line per operation; nil discards.
 	Logger *slog.Logger
 	// Metrics, when set, counts operations.
@@ -62,7 +60,6 @@ var DefaultOptions = Options{
 	MaxAliases:      200,
 	MaxTokens:       20_000,
 	MaxBodyBytes:    1 << 20,
-	BatchWait:       50 * time.Microsecond,
 }
 
 func (o Options) withDefaults() Options {
@@ -84,9 +81,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = d.MaxBodyBytes
-	}
-	if o.BatchWait <= 0 {
-		o.BatchWait = d.BatchWait
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -134,7 +128,7 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 	start := time.Now()
 	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)
-	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader, opts.BatchWait))
+	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
 	var once sync.Once
 	end := func(ctx context.Context, resp *graphql.Response) {
 		once.Do(func() {

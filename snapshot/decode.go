@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
 )
 
 // runColumns are the columns of a run read, in the order rawRun.dest scans
@@ -26,8 +27,8 @@ const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END`
 
-func (q *querier) selectRuns() string {
-	return `WITH q(id) AS (` + q.dialect().TextList(1) + `)
+func selectRuns(d store.Dialect) string {
+	return `WITH q(id) AS (` + d.TextList(1) + `)
 SELECT ` + runColumns + `
 FROM q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id

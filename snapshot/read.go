@@ -187,6 +187,29 @@ func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 	return q.rd.tx.Query(q.ctx, sql, args...)
 }
 
+// each runs one statement and, for every row, scans it into dest and calls
+// row; doing names the read in errors ("reading runs"). It is the one loop
+// of query, scan and check that every read uses.
+func (q *querier) each(sql string, args []any, dest []any, doing string, row func() error) error {
+	rows, err := q.query(sql, args...)
+	if err != nil {
+		return persistence(err, doing)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return persistence(err, doing)
+		}
+		if err := row(); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return persistence(err, doing)
+	}
+	return nil
+}
+
 func (q *querier) dialect() store.Dialect { return q.rd.r.db.Dialect() }
 
 // with runs fn in the read carried by ctx, or in a read of its own.
