@@ -43,6 +43,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION")},
 		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
+		&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR")},
 	}
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
@@ -53,6 +54,7 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 			introspection:   cmd.Bool("introspection"),
 			maxReaders:      int(cmd.Int("max-readers")),
 			logFormat:       cmd.String("log-format"),
+			debugAddr:       cmd.String("debug-addr"),
 			stdout:          stdout,
 		}
 	}

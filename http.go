@@ -29,6 +29,9 @@ type serveOptions struct {
 	maxReaders      int
 	logFormat       string
 	stdout          io.Writer
+	// debugAddr, when set, is where pprof and runtime metrics are served,
+	// apart from the public listener.
+	debugAddr string
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -105,6 +108,14 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	addr := ln.Addr().String()
 	fmt.Fprintf(opts.stdout, "flowsnap serving %s on http://%s/ (GraphQL at http://%s/graphql)\n", db, addr, addr)
+	if opts.debugAddr != "" {
+		stopDebug, err := serveDebug(ctx, opts.debugAddr, opts.stdout, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopDebug()
+	}
 	if opts.ready != nil {
 		opts.ready(addr)
 	}
