@@ -227,6 +227,15 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 		if key == nil {
 			key = func(req PageRequest) string { return req.Anchor }
 		}
+		for _, req := range reqs {
+			if req.After != nil {
+				// A cursor is checked against the store's identity.
+				if _, err := q.position(); err != nil {
+					return err
+				}
+				break
+			}
+		}
 		wants, errs := q.pageWants(l.kind, reqs, key)
 		edges := make([][]E, len(reqs))
 		infos := make([]PageInfo, len(reqs))

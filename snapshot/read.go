@@ -102,8 +102,9 @@ func (rd *Read) Statements() int {
 
 const selectPosition = `SELECT source, revision FROM flows_run_source WHERE singleton = 1`
 
-// do runs fn with the open transaction, opening it (and reading the
-// position) first if this is the first read. Calls are serialized.
+// do runs fn in the transaction, which opens (and reads the position) with
+// the first statement fn runs, or after fn when it ran none: every read
+// reads the position. Calls are serialized.
 func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
@@ -113,51 +114,82 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	if rd.err != nil {
 		return rd.err
 	}
-	if rd.tx == nil {
-		if err := rd.open(ctx); err != nil {
-			rd.err = err
-			return err
-		}
-	}
 	if err := ctx.Err(); err != nil {
 		return fault.Wrap(fault.Timeout, err, "the operation was cancelled or ran out of time")
 	}
-	return fn(&querier{rd: rd, ctx: ctx})
+	q := &querier{rd: rd, ctx: ctx}
+	if err := fn(q); err != nil {
+		return err
+	}
+	if rd.tx == nil {
+		_, err := q.position()
+		return err
+	}
+	return nil
 }
 
 // open begins the transaction with the context of the first read, which
-// carries the operation's deadline, and reads the position.
-func (rd *Read) open(ctx context.Context) error {
+// carries the operation's deadline, and reads the position; when first is
+// set it also runs that statement, pipelined with the rest (see
+// store.DB.BeginReadWith), and returns its rows. A failure to open is kept:
+// every later read of the operation returns it.
+func (rd *Read) open(ctx context.Context, first string, args []any) (store.Rows, error) {
+	rows, err := rd.begin(ctx, first, args)
+	if err != nil {
+		rd.err = err
+	}
+	return rows, err
+}
+
+func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows, error) {
 	if rd.r.gate != nil {
 		release, err := rd.r.gate.enter(ctx)
 		if err != nil {
-			return fault.Wrap(fault.Timeout, err, "waiting to read the store")
+			return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
 		}
 		rd.release = release
 	}
-	tx, err := rd.r.db.BeginRead(ctx)
+	var src string
+	var rev int64
+	var tx store.Tx
+	var rows store.Rows
+	var err error
+	if first == "" {
+		tx, err = rd.r.db.BeginRead(ctx)
+		if err == nil {
+			if err = tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
+				_ = tx.Rollback(context.WithoutCancel(ctx))
+			}
+		}
+	} else {
+		tx, rows, err = rd.r.db.BeginReadWith(ctx, selectPosition, []any{&src, &rev}, first, args...)
+	}
 	if err != nil {
 		if rd.release != nil {
 			rd.release()
 			rd.release = nil
 		}
-		return err
+		switch {
+		case err == store.ErrNoRows:
+			return nil, fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
+		case fault.CodeOf(err) != "" && fault.CodeOf(err) != fault.Internal:
+			return nil, err
+		}
+		return nil, persistence(err, "reading the position")
 	}
 	rd.tx, rd.opened = tx, time.Now()
 	rd.statements++
-	var src string
-	var rev int64
-	if err := tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
-		if err == store.ErrNoRows {
-			return fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
-		}
-		return persistence(err, "reading the position")
+	if first != "" {
+		rd.statements++
 	}
 	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
-		return fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
+		if rows != nil {
+			rows.Close()
+		}
+		return nil, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
 	rd.pos = Position{Source: src, Revision: rev}
-	return nil
+	return rows, nil
 }
 
 func isLowerHex(s string) bool {
@@ -180,9 +212,27 @@ type querier struct {
 	ctx context.Context
 }
 
+// pos is the read's position; only once the transaction is open (after a
+// statement, or position).
 func (q *querier) pos() Position { return q.rd.pos }
 
+// position opens the transaction if it is not open yet, and returns its
+// position.
+func (q *querier) position() (Position, error) {
+	if q.rd.tx == nil {
+		if _, err := q.rd.open(q.ctx, "", nil); err != nil {
+			return Position{}, err
+		}
+	}
+	return q.rd.pos, nil
+}
+
+// query runs a statement; the transaction's first opens it, in one round
+// trip with its BEGIN and the position on PostgreSQL.
 func (q *querier) query(sql string, args ...any) (store.Rows, error) {
+	if q.rd.tx == nil {
+		return q.rd.open(q.ctx, sql, args)
+	}
 	q.rd.statements++
 	return q.rd.tx.Query(q.ctx, sql, args...)
 }
@@ -227,8 +277,9 @@ func (r *Reader) with(ctx context.Context, fn func(q *querier) error) error {
 func (r *Reader) Position(ctx context.Context) (Position, error) {
 	var p Position
 	err := r.with(ctx, func(q *querier) error {
-		p = q.pos()
-		return nil
+		var err error
+		p, err = q.position()
+		return err
 	})
 	return p, err
 }
