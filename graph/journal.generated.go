@@ -2515,7 +2515,7 @@ func (ec *executionContext) _WaitStep(ctx context.Context, sel ast.SelectionSet,
 // region    ***************************** type.gotpl *****************************
 
 func (ec *executionContext) marshalNAttempt2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttempt(ctx context.Context, sel ast.SelectionSet, v []*snapshot.Attempt) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOAttempt2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttempt(ctx, sel, v[i])
@@ -2535,7 +2535,7 @@ func (ec *executionContext) marshalNAttemptState2githubᚗcomᚋflowsnapᚋflows
 }
 
 func (ec *executionContext) marshalNInboundEvent2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEvent(ctx context.Context, sel ast.SelectionSet, v []*snapshot.InboundEvent) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOInboundEvent2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEvent(ctx, sel, v[i])
@@ -2557,7 +2557,7 @@ func (ec *executionContext) marshalNInboundEventEdge2githubᚗcomᚋflowsnapᚋf
 }
 
 func (ec *executionContext) marshalNInboundEventEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.InboundEventEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNInboundEventEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventEdge(ctx, sel, v[i])
@@ -2573,7 +2573,7 @@ func (ec *executionContext) marshalNInboundEventEdge2ᚕgithubᚗcomᚋflowsnap�
 }
 
 func (ec *executionContext) marshalNRunEvent2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEvent(ctx context.Context, sel ast.SelectionSet, v []*snapshot.RunEvent) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalORunEvent2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEvent(ctx, sel, v[i])
@@ -2595,7 +2595,7 @@ func (ec *executionContext) marshalNRunEventEdge2githubᚗcomᚋflowsnapᚋflows
 }
 
 func (ec *executionContext) marshalNRunEventEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.RunEventEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNRunEventEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventEdge(ctx, sel, v[i])
@@ -2651,7 +2651,7 @@ func (ec *executionContext) marshalNStep2ᚕgithubᚗcomᚋflowsnapᚋflowsnap�
 			ctx = graphql.WithBatchParents(ctx, "RunStep", batchItemsRunStep, batchIdxMapRunStep)
 		}
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOStep2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStep(ctx, sel, v[i])
@@ -2673,7 +2673,7 @@ func (ec *executionContext) marshalNStepEdge2githubᚗcomᚋflowsnapᚋflowsnap�
 }
 
 func (ec *executionContext) marshalNStepEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.StepEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNStepEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepEdge(ctx, sel, v[i])
