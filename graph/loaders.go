@@ -60,14 +60,27 @@ type loader[K comparable, V any] struct {
 
 	mu      sync.Mutex
 	entries map[K]*entry[V]
-	// pending are the keys wanted but not fetched yet, with their entries.
+	// pending are the keys wanted but not fetched yet, with their entries,
+	// all done when next is.
 	pending        []K
 	pendingEntries []*entry[V]
+	next           *wave
 }
 
-// entry is one key's result, final once done is closed.
+// wave is the fetch of the keys wanted since the last one: its entries
+// are final once done is closed. One channel per fetch, not per key.
+type wave struct{ done chan struct{} }
+
+// primed is the wave of entries known without a fetch.
+var primed = func() *wave {
+	w := &wave{done: make(chan struct{})}
+	close(w.done)
+	return w
+}()
+
+// entry is one key's result.
 type entry[V any] struct {
-	done chan struct{}
+	wave *wave
 	v    V
 	err  error
 }
@@ -118,10 +131,18 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 	entries := make([]*entry[V], len(keys))
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var block []entry[V] // the new entries, allocated together
 	for i, k := range keys {
 		e, ok := l.entries[k]
 		if !ok {
-			e = &entry[V]{done: make(chan struct{})}
+			if len(block) == 0 {
+				block = make([]entry[V], len(keys)-i)
+			}
+			if l.next == nil {
+				l.next = &wave{done: make(chan struct{})}
+			}
+			e, block = &block[0], block[1:]
+			e.wave = l.next
 			l.entries[k] = e
 			l.pending = append(l.pending, k)
 			l.pendingEntries = append(l.pendingEntries, e)
@@ -131,12 +152,18 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 	return entries
 }
 
-// flush fetches every key waiting, capacity keys per fetch.
+// flush fetches every key waiting, capacity keys per fetch, and then
+// completes their wave, even when a fetch panics, so that no caller waits
+// for ever.
 func (l *loader[K, V]) flush(ctx context.Context) {
 	l.mu.Lock()
-	keys, entries := l.pending, l.pendingEntries
-	l.pending, l.pendingEntries = nil, nil
+	keys, entries, w := l.pending, l.pendingEntries, l.next
+	l.pending, l.pendingEntries, l.next = nil, nil, nil
 	l.mu.Unlock()
+	if w == nil {
+		return
+	}
+	defer close(w.done)
 	for len(keys) > 0 {
 		n := min(len(keys), l.capacity)
 		l.fill(ctx, keys[:n], entries[:n])
@@ -144,25 +171,20 @@ func (l *loader[K, V]) flush(ctx context.Context) {
 	}
 }
 
-// fill fetches keys and completes their entries, even when the fetch
-// panics, so that no caller waits for ever.
+// fill fetches keys into their entries; a fetch that panics fails them.
 func (l *loader[K, V]) fill(ctx context.Context, keys []K, entries []*entry[V]) {
-	completed := false
 	defer func() {
-		if completed {
-			return
-		}
-		for _, e := range entries {
-			e.err = fault.Errorf(fault.PersistenceFailed, "reading failed")
-			close(e.done)
+		if r := recover(); r != nil {
+			for _, e := range entries {
+				e.err = fault.Errorf(fault.PersistenceFailed, "reading failed")
+			}
+			panic(r)
 		}
 	}()
 	vals, errs := l.fetch(ctx, keys)
 	for i, e := range entries {
 		e.v, e.err = vals[i], errs[i]
-		close(e.done)
 	}
-	completed = true
 }
 
 // prime keeps v for k unless k was asked for already: what one read
@@ -174,14 +196,12 @@ func (l *loader[K, V]) prime(k K, v V, err error) {
 	if _, ok := l.entries[k]; ok {
 		return
 	}
-	e := &entry[V]{done: make(chan struct{}), v: v, err: err}
-	close(e.done)
-	l.entries[k] = e
+	l.entries[k] = &entry[V]{wave: primed, v: v, err: err}
 }
 
 func (e *entry[V]) wait(ctx context.Context) (V, error) {
 	select {
-	case <-e.done:
+	case <-e.wave.done:
 		return e.v, e.err
 	case <-ctx.Done():
 		var zero V
