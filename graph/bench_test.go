@@ -110,6 +110,7 @@ func BenchmarkDashboard(b *testing.B) {
 // measure runs op in parallel over the anchors and reports requests per
 // second and latency percentiles.
 func measure(b *testing.B, bs *benchStore, op func(id string) error) {
+	b.ReportAllocs()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var next int64

@@ -123,7 +123,6 @@ func BenchmarkLoad(b *testing.B) {
 
 // measureClients runs op from loadClients() goroutines at once.
 func measureClients(b *testing.B, bs *benchStore, op func(id string) error) {
-	b.ReportAllocs()
 	b.SetParallelism(max(1, loadClients()/runtime.GOMAXPROCS(0)))
 	measure(b, bs, op)
 }
