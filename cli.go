@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -28,9 +29,11 @@ func (e env) String() string   { return "environment variable " + e.key }
 func (e env) GoString() string { return "env{" + e.key + "}" }
 func (e env) IsFromEnv() bool  { return true }
 
-// newCommand builds the command line of SPEC §4. Every flag has an
-// environment twin named FLOWSNAP_ and the flag in upper case.
-func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
+// newCommand builds flowsnap's command line (README.md). Every flag has an
+// environment twin named FLOWSNAP_ and the flag in upper case. ready, when
+// not nil, receives the address a server listens on once it accepts
+// connections.
+func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr string)) *cli.Command {
 	twin := func(key string) cli.ValueSourceChain {
 		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
 	}
@@ -45,17 +48,20 @@ func newCommand(getenv func(string) string, stdout io.Writer) *cli.Command {
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
 		&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR")},
 	}
+	serveFlags = append(serveFlags, limitFlags(twin)...)
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
 			addr:            cmd.String("addr"),
 			timeout:         cmd.Duration("timeout"),
 			complexityLimit: int(cmd.Int("complexity-limit")),
-			maxDepth:        int(cmd.Int("max-depth")),
+			maxDepth:        cmd.Int("max-depth"),
 			introspection:   cmd.Bool("introspection"),
-			maxReaders:      int(cmd.Int("max-readers")),
+			maxReaders:      cmd.Int("max-readers"),
 			logFormat:       cmd.String("log-format"),
 			debugAddr:       cmd.String("debug-addr"),
+			limits:          limitConfig(cmd),
 			stdout:          stdout,
+			ready:           ready,
 		}
 	}
 	return &cli.Command{
@@ -174,4 +180,34 @@ func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// limitFlags are the bounds on one request's document, validation and
+// response (graph.Options); the defaults leave a dashboard's queries far
+// inside them.
+func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
+	d := graph.DefaultOptions
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS")},
+		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES")},
+		&cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded", Sources: twin("FLOWSNAP_MAX_FIELDS")},
+		&cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set", Sources: twin("FLOWSNAP_MAX_SAME_NAME")},
+		&cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation", Sources: twin("FLOWSNAP_MAX_ALIASES")},
+		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS")},
+		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES")},
+		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES")},
+	}
+}
+
+func limitConfig(cmd *cli.Command) graph.Options {
+	return graph.Options{
+		MaxTokens:        cmd.Int("max-tokens"),
+		MaxNodes:         cmd.Int("max-nodes"),
+		MaxFields:        cmd.Int("max-fields"),
+		MaxSameName:      cmd.Int("max-same-name"),
+		MaxAliases:       cmd.Int("max-aliases"),
+		MaxErrors:        cmd.Int("max-errors"),
+		MaxBodyBytes:     int64(cmd.Int("max-body-bytes")),
+		MaxResponseBytes: cmd.Int("max-response-bytes"),
+	}
 }

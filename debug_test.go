@@ -13,6 +13,35 @@ import (
 
 var debugPattern = regexp.MustCompile(`debug endpoints at http://([0-9.:]+)/`)
 
+// serveWithOutput runs `flowsnap serve` on port 0 until the test ends and
+// returns its address and what it printed by the time it was ready.
+func serveWithOutput(t *testing.T, getenv func(string) string, args ...string) (string, string) {
+	t.Helper()
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		cmd := newCommand(getenv, &out, func(addr string) { ready <- addr })
+		done <- cmd.Run(ctx, append([]string{"flowsnap", "serve", "--addr", "127.0.0.1:0"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return addr, out.String()
+	case err := <-done:
+		t.Fatalf("serve stopped: %v\n%s", err, out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start:\n%s", out.String())
+	}
+	return "", ""
+}
+
 // TestDebugAddr serves pprof and runtime metrics on a listener of their
 // own when --debug-addr (or FLOWSNAP_DEBUG_ADDR) is set, and nowhere
 // otherwise.
@@ -32,28 +61,13 @@ func TestDebugAddr(t *testing.T) {
 			{"from its environment twin", map[string]string{"FLOWSNAP_DB": dsn, "FLOWSNAP_DEBUG_ADDR": "127.0.0.1:0"}, nil},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				var out syncBuffer
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() {
-					done <- run(ctx, append([]string{"flowsnap", "serve", "--addr", "127.0.0.1:0"}, c.args...),
-						func(k string) string { return c.env[k] }, &out)
-				}()
-				defer func() {
-					cancel()
-					if err := <-done; err != nil {
-						t.Errorf("serve: %v", err)
-					}
-				}()
-				var main, debug []string
-				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && (main == nil || debug == nil); time.Sleep(20 * time.Millisecond) {
-					main, debug = addrPattern.FindStringSubmatch(out.String()), debugPattern.FindStringSubmatch(out.String())
+				addr, out := serveWithOutput(t, func(k string) string { return c.env[k] }, c.args...)
+				debug := debugPattern.FindStringSubmatch(out)
+				if debug == nil {
+					t.Fatalf("no debug address in:\n%s", out)
 				}
-				if main == nil || debug == nil {
-					t.Fatalf("no addresses in:\n%s", out.String())
-				}
-				if main[1] == debug[1] {
-					t.Fatalf("the debug endpoints share the public listener %s", main[1])
+				if addr == debug[1] {
+					t.Fatalf("the debug endpoints share the public listener %s", addr)
 				}
 				for path, want := range map[string]string{
 					"/debug/pprof/":                  "goroutine",
@@ -66,7 +80,7 @@ func TestDebugAddr(t *testing.T) {
 						t.Errorf("GET %s = %d %.200s", path, code, body)
 					}
 				}
-				if code, _ := httpGet(t, "http://"+main[1]+"/debug/pprof/"); code == 200 {
+				if code, _ := httpGet(t, "http://"+addr+"/debug/pprof/"); code == 200 {
 					t.Errorf("the public listener serves /debug/pprof/")
 				}
 			})
@@ -81,29 +95,11 @@ func TestDebugAddrIsOffByDefault(t *testing.T) {
 	if out, err := runCmd(t, noEnv, "migrate", "--db", dsn); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
-	var out syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"flowsnap", "serve", "--addr", "127.0.0.1:0", "--db", dsn}, noEnv, &out)
-	}()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && addrPattern.FindStringSubmatch(out.String()) == nil; {
-		time.Sleep(20 * time.Millisecond)
-	}
-	m := addrPattern.FindStringSubmatch(out.String())
-	if m == nil {
-		cancel()
-		t.Fatalf("serve did not start:\n%s", out.String())
-	}
-	code, _ := httpGet(t, "http://"+m[1]+"/debug/pprof/")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if code == 200 {
+	addr, out := serveWithOutput(t, noEnv, "--db", dsn)
+	if code, _ := httpGet(t, "http://"+addr+"/debug/pprof/"); code == 200 {
 		t.Errorf("the public listener serves /debug/pprof/")
 	}
-	if strings.Contains(out.String(), "debug endpoints") {
-		t.Errorf("debug endpoints opened without --debug-addr:\n%s", out.String())
+	if strings.Contains(out, "debug endpoints") {
+		t.Errorf("debug endpoints opened without --debug-addr:\n%s", out)
 	}
 }

@@ -28,7 +28,9 @@ type serveOptions struct {
 	introspection   bool
 	maxReaders      int
 	logFormat       string
-	stdout          io.Writer
+	// limits holds the request bounds of graph.Options (the Max* fields).
+	limits graph.Options
+	stdout io.Writer
 	// debugAddr, when set, is where pprof and runtime metrics are served,
 	// apart from the public listener.
 	debugAddr string
@@ -67,14 +69,14 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	reader.OnRead = metrics.ObserveRead
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(reader, graph.Options{
-		Timeout:              opts.timeout,
-		ComplexityLimit:      opts.complexityLimit,
-		MaxDepth:             opts.maxDepth,
-		DisableIntrospection: !opts.introspection,
-		Logger:               log,
-		Metrics:              metrics,
-	}))
+	gopts := opts.limits
+	gopts.Timeout = opts.timeout
+	gopts.ComplexityLimit = opts.complexityLimit
+	gopts.MaxDepth = opts.maxDepth
+	gopts.DisableIntrospection = !opts.introspection
+	gopts.Logger = log
+	gopts.Metrics = metrics
+	mux.Handle("/graphql", graph.NewHandler(reader, gopts))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -24,5 +24,5 @@ func main() {
 // run is the whole program: main only adds the process around it, so tests
 // can run the real thing with their own arguments, environment and output.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	return newCommand(getenv, stdout).Run(ctx, args)
+	return newCommand(getenv, stdout, nil).Run(ctx, args)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -46,34 +45,34 @@ func runCmd(t *testing.T, getenv func(string) string, args ...string) (string, e
 	return out.String(), err
 }
 
-var addrPattern = regexp.MustCompile(`on http://([0-9.:]+)/`)
-
 // startServe runs `flowsnap serve` on port 0 and returns its address and a
-// function that stops it and returns its error.
+// function that stops it and returns its error. The test's cleanup stops it
+// too, so a test that fails early leaves no server behind.
 func startServe(t *testing.T, getenv func(string) string, args ...string) (string, func() error) {
 	t.Helper()
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"flowsnap", "serve", "--addr", "127.0.0.1:0"}, args...), getenv, &out)
+		cmd := newCommand(getenv, &out, func(addr string) { ready <- addr })
+		done <- cmd.Run(ctx, append([]string{"flowsnap", "serve", "--addr", "127.0.0.1:0"}, args...))
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := addrPattern.FindStringSubmatch(out.String()); m != nil {
-			stop := func() error { cancel(); return <-done }
-			t.Cleanup(func() { _ = stop })
-			return m[1], stop
-		}
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("serve stopped: %v\n%s", err, out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
+	var once sync.Once
+	var stopErr error
+	stop := func() error {
+		once.Do(func() { cancel(); stopErr = <-done })
+		return stopErr
 	}
-	cancel()
-	t.Fatalf("serve did not start:\n%s", out.String())
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case addr := <-ready:
+		return addr, stop
+	case err := <-done:
+		t.Fatalf("serve stopped: %v\n%s", err, out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start:\n%s", out.String())
+	}
 	return "", nil
 }
 

@@ -48,7 +48,10 @@ package cursor
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -218,6 +221,13 @@ func (c Cursor) Validate() error {
 	}
 	if c.Anchor == "" {
 		return bad("cursor field anchor is empty")
+	}
+	// Anchor and Last reach SQL as ids: they must be ids (SPEC §1), so a
+	// forged cursor fails here and never in the database.
+	for _, f := range [...]struct{ name, value string }{{"anchor", c.Anchor}, {"last", c.Last}} {
+		if msg := idProblem(f.value); msg != "" {
+			return bad("cursor field %s %s", f.name, msg)
+		}
 	}
 	switch {
 	case spec.last == lastRequired && c.Last == "":
@@ -441,4 +451,28 @@ func kindName(k Kind) string {
 		return string(k)
 	}
 	return quote(string(k))
+}
+
+// maxIDUnits is the most UTF-16 code units an id may have (SPEC §1).
+const maxIDUnits = 1024
+
+// idProblem says how s breaks the id rule of SPEC §1 beyond being valid
+// UTF-8 (which Validate checks first, and which already excludes lone
+// surrogates): no NUL, at most 1024 UTF-16 code units. Empty is left to
+// the caller, since Last may be empty.
+func idProblem(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "holds a NUL character"
+	}
+	if len(s) <= maxIDUnits {
+		return ""
+	}
+	units := 0
+	for _, r := range s {
+		units += utf16.RuneLen(r)
+	}
+	if units > maxIDUnits {
+		return fmt.Sprintf("is too long for an id (more than %d UTF-16 code units)", maxIDUnits)
+	}
+	return ""
 }

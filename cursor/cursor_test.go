@@ -67,8 +67,8 @@ func TestEncodeThenDecodeGivesTheSameCursor(t *testing.T) {
 		{"a steps cursor at the largest ordinal", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Steps, Ordinal: cursor.MaxOrdinal, Last: "step"}},
 		{"an inbound events cursor", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.InboundEvents, Ordinal: 1_767_225_600_000, Last: "evt-9"}},
 		{"an events cursor without a tie-breaker", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Events, Ordinal: 42}},
-		{"ids with non-ASCII characters", cursor.Cursor{Source: "s", Anchor: "ラン/1 ✓", Kind: cursor.Children, Ordinal: 127, Last: "\U0001F600 child\x00"}},
-		{"ids of a thousand characters", cursor.Cursor{Source: source, Anchor: strings.Repeat("a", 1024), Kind: cursor.Rounds, Ordinal: 128, Last: strings.Repeat("𝄞", 1024)}},
+		{"ids with non-ASCII characters", cursor.Cursor{Source: "s", Anchor: "ラン/1 ✓", Kind: cursor.Children, Ordinal: 127, Last: "\U0001F600 child"}},
+		{"ids of 1024 UTF-16 code units", cursor.Cursor{Source: source, Anchor: strings.Repeat("a", 1024), Kind: cursor.Rounds, Ordinal: 128, Last: strings.Repeat("𝄞", 512)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -326,6 +326,9 @@ func TestAnInvalidCursorEncodesToOneDecodeRefuses(t *testing.T) {
 		{"an empty source", with(func(c *cursor.Cursor) { c.Source = "" }), "field source is empty"},
 		{"a missing tie-breaker", with(func(c *cursor.Cursor) { c.Last = "" }), "field last is empty"},
 		{"ids too long for a cursor", with(func(c *cursor.Cursor) { c.Last = strings.Repeat("x", 25000) }), "too long"},
+		{"a last id with a NUL", with(func(c *cursor.Cursor) { c.Last = "kid\x00" }), "field last holds a NUL character"},
+		{"an anchor with a NUL", with(func(c *cursor.Cursor) { c.Anchor = "\x00run" }), "field anchor holds a NUL character"},
+		{"a last id of 1025 UTF-16 code units", with(func(c *cursor.Cursor) { c.Last = strings.Repeat("\U0001F600", 512) + "x" }), "more than 1024 UTF-16 code units"},
 	} {
 		t.Run(tc.name+" is refused by Validate and by Decode", func(t *testing.T) {
 			t.Parallel()
@@ -341,10 +344,12 @@ func TestAnInvalidCursorEncodesToOneDecodeRefuses(t *testing.T) {
 
 func TestTheLongestValidCursorDecodes(t *testing.T) {
 	t.Parallel()
-	c := cursor.Cursor{Source: source, Anchor: "run", Kind: cursor.Children, Ordinal: 1}
+	c := cursor.Cursor{Anchor: "run", Kind: cursor.Children, Ordinal: 1, Last: "kid"}
 	// 32768 characters are 24576 bytes: version, kind and ordinal take 3,
-	// source and anchor a length byte each, and Last a 3-byte length.
-	c.Last = strings.Repeat("x", cursor.MaxLength*3/4-3-(1+len(source))-(1+len(c.Anchor))-3)
+	// anchor and last a length byte each, and Source a 3-byte length. Ids
+	// are at most 1024 UTF-16 code units, so the source is what can be long
+	// (a forged one, refused later by Check).
+	c.Source = strings.Repeat("s", cursor.MaxLength*3/4-3-3-(1+len(c.Anchor))-(1+len(c.Last)))
 	s := cursor.Encode(c)
 	if len(s) != cursor.MaxLength {
 		t.Fatalf("the test cursor has %d characters, want %d", len(s), cursor.MaxLength)
@@ -352,7 +357,7 @@ func TestTheLongestValidCursorDecodes(t *testing.T) {
 	if got, err := cursor.Decode(s); err != nil || got != c {
 		t.Fatalf("a cursor of exactly %d characters was refused: %v", cursor.MaxLength, err)
 	}
-	c.Last += "x"
+	c.Source += "x"
 	_, err := cursor.Decode(cursor.Encode(c))
 	wantBadCursor(t, err, "too long (32770 characters, at most 32768)")
 }

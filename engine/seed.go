@@ -149,13 +149,11 @@ func Seed(ctx context.Context, db *store.DB, opts SeedOptions) (SeedStats, error
 // so each change costs more the more came before it in the transaction: a
 // transaction must stay short there.
 func defaultBatchRuns(d store.Dialect) int {
-	if d == store.Postgres {
+	if d.CostlyLongWrites() {
 		return 200
 	}
 	return 5000
 }
-
-const sqlSeedAsyncCommit = `SET LOCAL synchronous_commit = off`
 
 // seedBatch is the rows of one seeding transaction, in the order they are
 // written: runs before the edges and journal rows that name them, deletions
@@ -178,12 +176,10 @@ func newSeedBatch() *seedBatch {
 }
 
 func (b *seedBatch) write(ctx context.Context, tx store.Tx, d store.Dialect) error {
-	if d == store.Postgres {
-		// A seed that a crash cut short is seeded again: waiting for each
-		// commit to reach the disk buys nothing but time.
-		if _, err := tx.Exec(ctx, sqlSeedAsyncCommit); err != nil {
-			return err
-		}
+	// A seed that a crash cut short is seeded again: waiting for each
+	// commit to reach the disk buys nothing but time.
+	if err := d.RelaxDurability(ctx, tx); err != nil {
+		return err
 	}
 	for _, t := range []*bulkTable{&b.runRows, &b.edges, &b.steps, &b.attempts, &b.inbound, &b.runEvents} {
 		if err := t.insert(ctx, tx, d); err != nil {
@@ -907,20 +903,20 @@ func (g *seeder) middleStep(r *run, kind int, from, to int64) {
 		g.runStep(r, from, to, kind)
 	case kindNested:
 		id := g.stepID(r, "")
-		g.step(r, id, StepRun, from, "", 0, 0, "", 0, 0, "")
+		g.step(r, seedStep{id: id, typ: StepRun, created: from})
 		att := g.attemptID(r)
 		children := int64(2 + g.r.IntN(2))
 		span := max(0, (to-from)/(children+1))
 		for i := range children {
 			cid := fmt.Sprintf("%s.%d", id, i+1)
 			s := from + span*i
-			g.step(r, cid, StepRun, s, "", 0, 0, "", 0, 0, id)
+			g.step(r, seedStep{id: cid, typ: StepRun, created: s, parent: id})
 			g.attemptOK(r, cid, s, s+span, `{"chunk":`+strconv.FormatInt(i+1, 10)+`}`)
 		}
-		g.attemptRow(att, r, id, from, "succeeded", to, "json", `{"chunks":`+strconv.FormatInt(children, 10)+`}`, "", "", 0)
+		g.attemptRow(r, seedAttempt{id: att, step: id, started: from, state: "succeeded", ended: to, resultType: "json", result: `{"chunks":` + strconv.FormatInt(children, 10) + `}`})
 	case kindSleepElapsed:
 		id := g.stepID(r, "sleep")
-		g.step(r, id, StepSleep, from, "elapsed", 0, to, "", 0, to, "")
+		g.step(r, seedStep{id: id, typ: StepSleep, created: from, state: "elapsed", wake: to, resolved: to})
 		g.runEvent(r, EventPaused, from, "")
 		g.runEvent(r, EventResumed, to, "")
 	case kindWaitSatisfied:
@@ -930,14 +926,14 @@ func (g *seeder) middleStep(r *run, kind int, from, to int64) {
 		if g.r.IntN(2) == 0 {
 			timeout = to + hour
 		}
-		g.step(r, id, StepWait, from, "satisfied", 0, 0, ev, timeout, to, "")
+		g.step(r, seedStep{id: id, typ: StepWait, created: from, state: "satisfied", event: ev, timeout: timeout, resolved: to})
 		g.inbound(r, ev, from+(to-from)/2, g.payload(ev), to)
 		g.runEvent(r, EventPaused, from, "")
 		g.runEvent(r, EventResumed, to, "")
 	case kindWaitTimedOut:
 		ev := seedEvents[g.r.IntN(len(seedEvents))]
 		id := g.stepID(r, "wait-"+ev)
-		g.step(r, id, StepWait, from, "timed_out", 0, 0, ev, to, to, "")
+		g.step(r, seedStep{id: id, typ: StepWait, created: from, state: "timed_out", event: ev, timeout: to, resolved: to})
 		g.runEvent(r, EventPaused, from, "")
 		g.runEvent(r, EventResumed, to, "")
 	}
@@ -951,12 +947,12 @@ func (g *seeder) runStep(r *run, from, to int64, kind int) {
 	if kind == kindRetryThenOK {
 		maxAttempts, fails = 5, 1+g.r.IntN(3)
 	}
-	g.step(r, id, StepRun, from, "", maxAttempts, 0, "", 0, 0, "")
+	g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: maxAttempts})
 	span := max(0, (to-from)/int64(fails+1))
 	at := from
 	for range fails {
 		f := seedFailures[g.r.IntN(len(seedFailures))]
-		g.attemptRow(g.attemptID(r), r, id, at, "failed", at+span/2, "", "", f.message, f.name, at+span)
+		g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: at, state: "failed", ended: at + span/2, errMsg: f.message, errName: f.name, next: at + span})
 		at += span
 	}
 	result := fmt.Sprintf(`{"ok":true,"count":%d}`, g.r.IntN(100))
@@ -988,58 +984,72 @@ func (g *seeder) closingStep(r *run, from, to int64) {
 		f := seedFailures[g.r.IntN(len(seedFailures))]
 		if g.r.IntN(10) < 6 {
 			// Retries exhausted: every allowed attempt failed, no next one.
-			g.step(r, id, StepRun, from, "", 3, 0, "", 0, 0, "")
+			g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: 3})
 			span := max(0, (to-from)/3)
 			for i := range int64(3) {
 				next := from + span*(i+1)
 				if i == 2 {
 					next = 0
 				}
-				g.attemptRow(g.attemptID(r), r, id, from+span*i, "failed", from+span*i+span/2, "", "", f.message, f.name, next)
+				g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: from + span*i, state: "failed", ended: from + span*i + span/2, errMsg: f.message, errName: f.name, next: next})
 			}
 		} else {
-			g.step(r, id, StepRun, from, "", 1, 0, "", 0, 0, "")
-			g.attemptRow(g.attemptID(r), r, id, from, "failed", to, "", "", f.message, f.name, 0)
+			g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: 1})
+			g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: from, state: "failed", ended: to, errMsg: f.message, errName: f.name})
 		}
 	case statusCancelled:
 		id := g.stepID(r, "")
-		g.step(r, id, StepRun, from, "", 0, 0, "", 0, 0, "")
-		g.attemptRow(g.attemptID(r), r, id, from, "failed", to, "", "", "run cancelled", "CancelledError", 0)
+		g.step(r, seedStep{id: id, typ: StepRun, created: from})
+		g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: from, state: "failed", ended: to, errMsg: "run cancelled", errName: "CancelledError"})
 	case statusRunning:
 		id := g.stepID(r, "")
-		g.step(r, id, StepRun, from, "", 4, 0, "", 0, 0, "")
+		g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: 4})
 		at := from
 		if g.r.IntN(4) == 0 {
 			f := seedFailures[g.r.IntN(len(seedFailures))]
 			mid := from + (to-from)/2
-			g.attemptRow(g.attemptID(r), r, id, at, "failed", at+(mid-at)/2, "", "", f.message, f.name, mid)
+			g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: at, state: "failed", ended: at + (mid-at)/2, errMsg: f.message, errName: f.name, next: mid})
 			at = mid
 		}
-		g.attemptRow(g.attemptID(r), r, id, at, "started", 0, "", "", "", "", 0)
+		g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: at, state: "started"})
 	case statusSuspended:
 		g.runEvent(r, EventPaused, r.pausedAt, "")
 		switch r.waitReason {
 		case "timer":
-			g.step(r, g.stepID(r, "sleep"), StepSleep, r.pausedAt, "waiting", 0, r.wakeAt, "", 0, 0, "")
+			g.step(r, seedStep{id: g.stepID(r, "sleep"), typ: StepSleep, created: r.pausedAt, state: "waiting", wake: r.wakeAt})
 		case "event", "signal", "approval", "human":
 			ev := map[string]string{"signal": "signal.resume", "approval": "approval.decided", "human": "task.completed"}[r.waitReason]
 			if ev == "" {
 				ev = seedEvents[g.r.IntN(len(seedEvents))]
 			}
-			g.step(r, g.stepID(r, "wait-"+ev), StepWait, r.pausedAt, "waiting", 0, 0, ev, r.wakeAt, 0, "")
+			g.step(r, seedStep{id: g.stepID(r, "wait-"+ev), typ: StepWait, created: r.pausedAt, state: "waiting", event: ev, timeout: r.wakeAt})
 		case "quota":
 			id := g.stepID(r, "")
-			g.step(r, id, StepRun, r.pausedAt, "", 10, 0, "", 0, 0, "")
-			g.attemptRow(g.attemptID(r), r, id, r.pausedAt, "failed", r.pausedAt+1, "", "", "rate limit reached", "QuotaExceeded", r.wakeAt)
+			g.step(r, seedStep{id: id, typ: StepRun, created: r.pausedAt, maxAttempts: 10})
+			g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: r.pausedAt, state: "failed", ended: r.pausedAt + 1, errMsg: "rate limit reached", errName: "QuotaExceeded", next: r.wakeAt})
 		default:
 			g.runStep(r, from, to, kindRunVoid)
 		}
 	}
 }
 
-func (g *seeder) step(r *run, id string, typ StepType, created int64, state string, maxAttempts, wake int64, event string, timeout, resolved int64, parent string) {
-	g.b.steps.args = append(g.b.steps.args, r.id, id, string(typ), created, nullable(state), nullable(maxAttempts),
-		nullable(wake), nullable(event), nullable(timeout), nullable(resolved), nullable(parent))
+// seedStep is one flows_steps row of a seeded run; zero values are NULL.
+type seedStep struct {
+	id          string
+	typ         StepType
+	created     int64
+	state       string
+	maxAttempts int64
+	wake        int64
+	event       string
+	timeout     int64
+	resolved    int64
+	parent      string
+}
+
+func (g *seeder) step(r *run, s seedStep) {
+	g.b.steps.args = append(g.b.steps.args, r.id, s.id, string(s.typ), s.created, nullable(s.state), nullable(s.maxAttempts),
+		nullable(s.wake), nullable(s.event), nullable(s.timeout), nullable(s.resolved), nullable(s.parent))
 	g.stats.Steps++
 }
 
@@ -1051,19 +1061,34 @@ func (g *seeder) attemptID(r *run) string {
 
 func (g *seeder) attemptOK(r *run, step string, from, to int64, result string) {
 	if result == "" {
-		g.attemptRow(g.attemptID(r), r, step, from, "succeeded", to, "none", "", "", "", 0)
+		g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: step, started: from, state: "succeeded", ended: to, resultType: "none"})
 		return
 	}
-	g.attemptRow(g.attemptID(r), r, step, from, "succeeded", to, "json", result, "", "", 0)
+	g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: step, started: from, state: "succeeded", ended: to, resultType: "json", result: result})
 }
 
-func (g *seeder) attemptRow(id string, r *run, step string, started int64, state string, ended int64, resultType, result, errMsg, errName string, next int64) {
+// seedAttempt is one flows_step_attempts row of a seeded run; zero values
+// are NULL, and ended is NULL while the attempt is started.
+type seedAttempt struct {
+	id         string
+	step       string
+	started    int64
+	state      string
+	ended      int64
+	resultType string
+	result     string
+	errMsg     string
+	errName    string
+	next       int64
+}
+
+func (g *seeder) attemptRow(r *run, a seedAttempt) {
 	var endedAt any
-	if state != "started" {
-		endedAt = ended
+	if a.state != "started" {
+		endedAt = a.ended
 	}
-	g.b.attempts.args = append(g.b.attempts.args, id, r.id, step, started, state, endedAt,
-		nullable(resultType), nullable(result), nullable(errMsg), nullable(errName), nullable(next))
+	g.b.attempts.args = append(g.b.attempts.args, a.id, r.id, a.step, a.started, a.state, endedAt,
+		nullable(a.resultType), nullable(a.result), nullable(a.errMsg), nullable(a.errName), nullable(a.next))
 	g.stats.Attempts++
 }
 

@@ -505,7 +505,7 @@ func TestABrokenRowFailsOnlyItsOwnElement(t *testing.T) {
 		t.Parallel()
 		e := fixture(t, d, graph.Options{})
 		// child-007 was spawned by "parent"; an execution parent that
-		// disagrees breaks invariant 3 of the read contract.
+		// disagrees breaks run invariant 3 (ARCHITECTURE.md, "The contract").
 		snapshottest.Loosen(t, e.db).Exec(t, `UPDATE flows_runs SET execution_parent_id = 'fan-001' WHERE run_id = 'child-007'`)
 		r := e.do(`{ runs(ids: ["child-006", "child-007", "child-008"]) { ... on Run { id status } } }`, nil)
 		list, _ := r.Data["runs"].([]any)

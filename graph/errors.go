@@ -61,7 +61,7 @@ const (
 // presenter is the one place errors become what a client sees: every error
 // gets an extensions.code of the API, and a message free of SQL, paths and
 // secrets. Causes are logged, never shown.
-func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+func presenter() graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		ge := graphql.DefaultErrorPresenter(ctx, err)
 		if ge.Extensions == nil {
@@ -76,14 +76,16 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 				inner = gq.Err // an element error: its path is in ge already
 			}
 			code := fault.CodeOf(inner)
-			ge.Message = fault.MessageOf(inner)
+			ge.Message = clip(fault.MessageOf(inner))
 			ge.Extensions["code"] = string(code)
 			if fe.RunID != "" {
 				ge.Extensions["runId"] = fe.RunID
 			}
+			// The cause goes in the request's one (rate-limited) log line.
+			rec := recordOf(ctx)
+			rec.refuse(reasonOf(code), code, ge.Message)
 			if fe.Err != nil {
-				log.LogAttrs(ctx, slog.LevelWarn, "operation error", slog.String("code", string(code)),
-					slog.String("message", ge.Message), slog.String("cause", fe.Err.Error()))
+				rec.setCause(fe.Err.Error())
 			}
 			if code == fault.Internal {
 				ge.Message = "internal error"
@@ -91,23 +93,37 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 			ge.Message = fault.MessageOf(err)
 			ge.Extensions["code"] = string(fault.Timeout)
+			recordOf(ctx).refuse("timeout", fault.Timeout, ge.Message)
 		case errors.As(err, &gq):
 			// gqlgen's own: parse and validation errors, arguments and
 			// scalars that do not fit, limits. Their messages are about the
 			// request, safe to show.
+			ge.Message = clip(ge.Message)
 			switch code, _ := gq.Extensions["code"].(string); code {
 			case gqlgenComplexity, string(fault.ComplexityLimit):
 				ge.Extensions["code"] = string(fault.ComplexityLimit)
+				recordOf(ctx).refuse("complexity", fault.ComplexityLimit, ge.Message)
+			case string(fault.Timeout):
 			default:
-				if code != "" && code != errcode.ValidationFailed && code != errcode.ParseFailed {
+				reason := "input"
+				switch code {
+				case errcode.ParseFailed:
+					reason = "parse"
+				case errcode.ValidationFailed:
+					reason = "validation"
+				case "":
+				default:
 					ge.Extensions["reason"] = code
 				}
 				ge.Extensions["code"] = string(fault.BadUserInput)
+				recordOf(ctx).refuse(reason, fault.BadUserInput, ge.Message)
 			}
 		default:
-			log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("error", err.Error()))
 			ge.Message = "internal error"
 			ge.Extensions["code"] = string(fault.Internal)
+			rec := recordOf(ctx)
+			rec.refuse("internal", fault.Internal, ge.Message)
+			rec.setCause(err.Error())
 		}
 		return ge
 	}

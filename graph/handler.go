@@ -1,14 +1,12 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,8 +37,27 @@ type Options struct {
 	MaxAliases int
 	// MaxTokens bounds how many tokens the parser reads.
 	MaxTokens int
-	// MaxBodyBytes bounds a request body.
+	// MaxBodyBytes bounds a request body (and a GET query string).
 	MaxBodyBytes int64
+	// MaxNodes bounds a document's size as written: its fields, inline
+	// fragments, fragment spreads and directives, in total.
+	MaxNodes int
+	// MaxFields bounds the fields of a document once every fragment spread
+	// is expanded.
+	MaxFields int
+	// MaxSameName bounds how many fields of one response name a selection
+	// set may hold (spreads merged in): the overlapping-fields check of
+	// validation compares each pair of them.
+	MaxSameName int
+	// MaxVariablesBytes bounds a request's variables as sent.
+	MaxVariablesBytes int
+	// MaxParsing bounds how many documents not in the query cache are
+	// parsed and validated at once.
+	MaxParsing int
+	// MaxErrors bounds the errors one response carries.
+	MaxErrors int
+	// MaxResponseBytes bounds a response's data.
+	MaxResponseBytes int
 	// DisableIntrospection turns introspection off.
 	DisableIntrospection bool
 	// Logger receives one line per operation; nil discards.
@@ -60,6 +77,16 @@ var DefaultOptions = Options{
 	MaxAliases:      200,
 	MaxTokens:       20_000,
 	MaxBodyBytes:    1 << 20,
+	// A dashboard's largest query has a few hundred fields; these leave
+	// it room twenty times over while keeping validation to milliseconds.
+	MaxNodes:    5_000,
+	MaxFields:   10_000,
+	MaxSameName: 100,
+	MaxErrors:   100,
+	// 200 ids of 1,000 bytes.
+	MaxVariablesBytes: 256 << 10,
+	MaxParsing:        max(1, runtime.GOMAXPROCS(0)/2),
+	MaxResponseBytes:  32 << 20,
 }
 
 func (o Options) withDefaults() Options {
@@ -82,6 +109,27 @@ func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = d.MaxBodyBytes
 	}
+	if o.MaxNodes <= 0 {
+		o.MaxNodes = d.MaxNodes
+	}
+	if o.MaxFields <= 0 {
+		o.MaxFields = d.MaxFields
+	}
+	if o.MaxSameName <= 0 {
+		o.MaxSameName = d.MaxSameName
+	}
+	if o.MaxVariablesBytes <= 0 {
+		o.MaxVariablesBytes = d.MaxVariablesBytes
+	}
+	if o.MaxParsing <= 0 {
+		o.MaxParsing = d.MaxParsing
+	}
+	if o.MaxErrors <= 0 {
+		o.MaxErrors = d.MaxErrors
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = d.MaxResponseBytes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -98,25 +146,49 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: &Resolver{Reader: reader}}
 	setComplexity(&cfg.Complexity)
-	srv := handler.New(NewExecutableSchema(cfg))
+	es := NewExecutableSchema(cfg)
+	srv := handler.New(es)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	queries := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(queries)
 	// Persisted queries let a dashboard send a hash instead of its query,
-	// which keeps GET URLs short and cacheable.
+	// which keeps GET URLs short and cacheable. The guard comes after, to
+	// measure the query the hash stands for.
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	slots := make(chan struct{}, opts.MaxParsing)
+	srv.Use(newDocumentGuard(opts, queries, slots))
 	srv.SetParserTokenLimit(opts.MaxTokens)
-	srv.SetErrorPresenter(presenter(opts.Logger))
+	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
+	srv.SetErrorPresenter(presenter())
 	srv.SetRecoverFunc(recoverer(opts.Logger))
 	if !opts.DisableIntrospection {
 		srv.Use(extension.Introspection{})
 	}
-	srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
-	srv.Use(shapeLimit{maxDepth: opts.MaxDepth, maxAliases: opts.MaxAliases})
+	srv.Use(shapeLimit{es: es, opts: opts})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		return operation(ctx, next, reader, opts)
 	})
-	return limitBody(srv, opts.MaxBodyBytes)
+	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		// Parsing and validation are over once a response is made.
+		recordOf(ctx).releaseSlot()
+		return capErrors(next(ctx), opts.MaxErrors)
+	})
+	return &endpoint{next: srv, opts: opts, slots: slots, limiter: newLogLimiter(10)}
+}
+
+// capErrors keeps the first max errors of resp and says how many more
+// there were.
+func capErrors(resp *graphql.Response, max int) *graphql.Response {
+	if resp == nil || len(resp.Errors) <= max {
+		return resp
+	}
+	more := len(resp.Errors) - max
+	resp.Errors = append(resp.Errors[:max:max], &gqlerror.Error{
+		Message:    fmt.Sprintf("%d more errors left out", more),
+		Extensions: map[string]any{"code": resp.Errors[0].Extensions["code"]},
+	})
+	return resp
 }
 
 // operation runs one operation in one read transaction with its own loaders
@@ -129,6 +201,12 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)
 	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
+	if oc := graphql.GetOperationContext(ctx); oc != nil {
+		rec := recordOf(ctx)
+		rec.mu.Lock()
+		rec.name = clip(oc.OperationName)
+		rec.mu.Unlock()
+	}
 	var once sync.Once
 	end := func(ctx context.Context, resp *graphql.Response) {
 		once.Do(func() {
@@ -142,12 +220,20 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		defer cancel()
 		resp := rh(dctx)
 		if resp == nil && dctx.Err() != nil {
-			resp = &graphql.Response{Errors: gqlerror.List{{
-				Message:    fmt.Sprintf("the operation did not finish within %s", opts.Timeout),
-				Extensions: map[string]any{"code": string(fault.Timeout)},
-			}}}
+			resp = &graphql.Response{Errors: gqlerror.List{timeoutError(dctx, opts)}}
+		}
+		if resp != nil && len(resp.Data) > opts.MaxResponseBytes {
+			msg := fmt.Sprintf("the response is larger than %d bytes", opts.MaxResponseBytes)
+			recordOf(ctx).refuse("size", fault.ComplexityLimit, msg)
+			resp = &graphql.Response{Errors: gqlerror.List{{Message: msg, Extensions: map[string]any{"code": string(fault.ComplexityLimit)}}}}
 		}
 		if resp != nil {
+			if cost, ok := costOf(ctx); ok {
+				if resp.Extensions == nil {
+					resp.Extensions = map[string]any{}
+				}
+				resp.Extensions["cost"] = cost
+			}
 			if pos, ok := rd.Position(); ok {
 				if resp.Extensions == nil {
 					resp.Extensions = map[string]any{}
@@ -196,37 +282,14 @@ func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, star
 	if resp != nil {
 		attrs = append(attrs, slog.Int("errors", len(resp.Errors)))
 	}
-	opts.Logger.LogAttrs(ctx, slog.LevelInfo, "graphql", attrs...)
+	if !recordOf(ctx).refused() {
+		// A refused request is logged once, by the endpoint, with a rate
+		// limit.
+		opts.Logger.LogAttrs(ctx, slog.LevelInfo, "graphql", attrs...)
+	}
 	if opts.Metrics != nil {
 		opts.Metrics.observe(name, outcome, elapsed)
 	}
-}
-
-// limitBody refuses request bodies over max bytes with 413 and a GraphQL
-// error, instead of letting the transport read (and echo) whatever it gets.
-func limitBody(next http.Handler, max int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Method == http.MethodPost {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			var tooBig *http.MaxBytesError
-			switch {
-			case errors.As(err, &tooBig):
-				writeError(w, http.StatusRequestEntityTooLarge, fault.BadUserInput,
-					fmt.Sprintf("the request body is larger than %d bytes", max))
-				return
-			case err != nil:
-				writeError(w, http.StatusBadRequest, fault.BadUserInput, "the request body could not be read")
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		if r.Method == http.MethodGet && len(r.URL.RawQuery) > int(max) {
-			writeError(w, http.StatusRequestURITooLong, fault.BadUserInput,
-				fmt.Sprintf("the query string is longer than %d bytes", max))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func writeError(w http.ResponseWriter, status int, code fault.Code, msg string) {
@@ -245,10 +308,11 @@ func setComplexity(c *ComplexityRoot) {
 		if first != nil && *first > 0 {
 			n = *first
 		}
-		return 1 + n*child
+		return 1 + n*max(child, 1)
 	}
 	c.Run.Children = func(child int, first *int, _ *string) int { return page(child, first) }
 	c.Run.Rounds = func(child int, first *int, _ *string) int { return page(child, first) }
-	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*child }
+	// Each element is read, whatever its selection: it costs at least 1.
+	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*max(child, 1) }
 	journalComplexity(c, page)
 }

@@ -108,7 +108,7 @@ func BenchmarkLoad(b *testing.B) {
 			for _, s := range shapes {
 				b.Run(s.name+"/flowsnap", func(b *testing.B) {
 					cpu := startCPU(b, db)
-					measureClients(b, bs, func(id string) error { return post(client, srv.URL, s.query, s.vars(id)) })
+					measureClients(b, bs, func(id string) error { return postQuery(client, srv.URL, s.query, s.vars(id)) })
 					cpu.report(b)
 				})
 				b.Run(s.name+"/rawSQL", func(b *testing.B) {
@@ -127,7 +127,7 @@ func measureClients(b *testing.B, bs *benchStore, op func(id string) error) {
 	measure(b, bs, op)
 }
 
-func post(client *http.Client, url, query string, vars map[string]any) error {
+func postQuery(client *http.Client, url, query string, vars map[string]any) error {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	res, err := client.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {

@@ -14,6 +14,7 @@ type Metrics struct {
 	revision prometheus.Gauge
 	readTx   prometheus.Histogram
 	readErrs prometheus.Counter
+	refusals *prometheus.CounterVec
 
 	mu    sync.Mutex
 	names map[string]bool
@@ -48,9 +49,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "flowsnap_read_transaction_rollback_errors_total",
 			Help: "Read transactions whose rollback failed.",
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowsnap_graphql_refused_requests_total",
+			Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, input, internal.",
+		}, []string{"reason"}),
 		names: map[string]bool{},
 	}
-	reg.MustRegister(m.requests, m.latency, m.revision, m.readTx, m.readErrs)
+	reg.MustRegister(m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals)
 	return m
 }
 

@@ -32,7 +32,7 @@ func TestReadPath(t *testing.T) {
 	})
 }
 
-// exercise is the conformance suite of the read path (SPEC §2): what every
+// exercise is the conformance suite of the read path (ARCHITECTURE.md, "The contract"): what every
 // dialect must answer alike. Each group has a store of its own; the
 // subtests of a group run in order on it.
 func exercise(t *testing.T, d store.Dialect) {
@@ -825,7 +825,7 @@ func exerciseCursors(t *testing.T, d store.Dialect) {
 	})
 }
 
-// brokenRow is a run written to break one invariant of SPEC §2.2.
+// brokenRow is a run written to break one of the run invariants (ARCHITECTURE.md).
 type brokenRow struct {
 	name       string
 	invariant  int

@@ -15,8 +15,8 @@ import (
 
 // runColumns are the columns of a run read, in the order rawRun.dest scans
 // them. The earliest spawn edge's parent is read beside the row so that the
-// effective parent can be checked (invariant 3) without another statement;
-// only a run without parent_run_id needs it.
+// effective parent can be checked (run invariant 3, ARCHITECTURE.md)
+// without another statement; only a run without parent_run_id needs it.
 const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
 	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,
@@ -79,14 +79,6 @@ func (d *decodeError) natural(col string, v any) int64 {
 		return 0
 	}
 	return n
-}
-
-func (d *decodeError) optNatural(col string, v any) *int64 {
-	if v == nil {
-		return nil
-	}
-	n := d.natural(col, v)
-	return &n
 }
 
 func (d *decodeError) optMillis(col string, v any) *Millis {
@@ -166,9 +158,9 @@ func toText(v any) (string, bool) {
 	return s, ok
 }
 
-// decode turns a scanned row into a Snapshot, checking the invariants of
-// SPEC §2.2 against pos. A row that breaks one yields a DECODE_FAILED error
-// naming the run and nothing of the row.
+// decode turns a scanned row into a Snapshot, checking the run invariants
+// (ARCHITECTURE.md, "The contract") against pos. A row that breaks one
+// yields a DECODE_FAILED error naming the run and nothing of the row.
 func (w *rawRun) decode(pos Position) (Snapshot, error) {
 	var d decodeError
 	if w.runID == nil {

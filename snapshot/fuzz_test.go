@@ -11,7 +11,7 @@ import (
 	"github.com/flowsnap/flowsnap/fault"
 )
 
-// FuzzCheckID holds CheckID to the rule of SPEC §1: non-empty, valid UTF-8
+// FuzzCheckID holds CheckID to the identifier rule of ARCHITECTURE.md, "The contract": non-empty, valid UTF-8
 // (so no lone surrogate), no NUL, at most 1024 UTF-16 code units. Quote must
 // take any id and stay short.
 func FuzzCheckID(f *testing.F) {
@@ -37,8 +37,9 @@ func FuzzCheckID(f *testing.F) {
 
 // FuzzDecode feeds decode rows of arbitrary values: each column NULL, an
 // integer, a float, text or a blob as the fuzzer picks. Decoding must never
-// panic, and must answer either a run that keeps the invariants of SPEC §2.2
-// or a DECODE_FAILED error naming the run and nothing else.
+// panic, and must answer either a run that keeps the run invariants
+// (ARCHITECTURE.md, "The contract") or a DECODE_FAILED error naming the run
+// and nothing else.
 func FuzzDecode(f *testing.F) {
 	f.Add(uint64(0), int64(3), int64(1), "pending", `{"flowName":"demo"}`, "p", "")
 	f.Add(uint64(0xffff), int64(3), int64(0), "running", `{"flowName":"demo"}`, "host", `{"observedAtMs":1,"owner":{"hostId":"h","pid":1,"nonce":"n"}}`)
@@ -117,7 +118,8 @@ func FuzzDecode(f *testing.F) {
 
 const fuzzToken = "TOKEN-7d1f0c93"
 
-// checkRun fails unless run keeps the invariants of SPEC §2.2 at revision 5.
+// checkRun fails unless run keeps the run invariants
+// (ARCHITECTURE.md) at revision 5.
 func checkRun(t *testing.T, run *Run, w *rawRun) {
 	t.Helper()
 	switch {

@@ -9,7 +9,7 @@ import (
 )
 
 // The journal's rows are scanned as plain values and checked against the
-// shapes of SPEC §1.5 as a run's are (see rawRun): a row that breaks its
+// shapes of the journal tables as a run's are (see rawRun): a row that breaks its
 // shape yields a DECODE_FAILED error naming the run and the row, and no
 // half-decoded value.
 

@@ -16,6 +16,9 @@ type Reader struct {
 	// OnRead, when set, is called after each read transaction ends with how
 	// long it was open; for metrics.
 	OnRead func(open time.Duration, err error)
+
+	sourceMu sync.Mutex
+	source   string // the source of the first position read
 }
 
 // NewReader returns a Reader of db. On SQLite it also guards the engine's
@@ -182,14 +185,36 @@ func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows
 	if first != "" {
 		rd.statements++
 	}
+	err = nil
 	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
+		err = fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
+	} else {
+		err = rd.r.sameSource(src)
+	}
+	if err != nil {
 		if rows != nil {
 			rows.Close()
 		}
-		return nil, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
+		return nil, err
 	}
 	rd.pos = Position{Source: src, Revision: rev}
 	return rows, nil
+}
+
+// sameSource refuses a position from another store than the first one this
+// reader read: a store replaced under a running server must not be answered
+// from, nor mixed with the one it replaced.
+func (r *Reader) sameSource(src string) error {
+	r.sourceMu.Lock()
+	defer r.sourceMu.Unlock()
+	if r.source == "" {
+		r.source = src
+		return nil
+	}
+	if src != r.source {
+		return fault.Errorf(fault.PersistenceFailed, "the store was replaced: its source is not the one this server started with")
+	}
+	return nil
 }
 
 func isLowerHex(s string) bool {

@@ -60,7 +60,7 @@ func (s *Status) UnmarshalGQL(v any) error {
 	return nil
 }
 
-// WaitingKind classifies a run's waiting reason (SPEC §1.2).
+// WaitingKind classifies a run's waiting reason (kinds: timer, approval, quota, human; event and signal are signal; anything else other).
 type WaitingKind string
 
 // The kinds of waiting.
@@ -105,8 +105,9 @@ func (k *WaitingKind) UnmarshalGQL(v any) error {
 
 func writeEnum(w io.Writer, s string) { _, _ = io.WriteString(w, strconv.Quote(strings.ToUpper(s))) }
 
-// Run is an observed run, decoded and checked against the invariants of
-// SPEC §2.2. It never holds a waiting token, only its digest.
+// Run is an observed run, decoded and checked against the run invariants
+// (ARCHITECTURE.md, "The contract"). It never holds a waiting token, only
+// its digest.
 type Run struct {
 	ID          string
 	Revision    int64

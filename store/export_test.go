@@ -1,6 +1,12 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"testing/fstest"
+)
 
 // CatalogOf returns "kind name" for every object in the store's schema, read
 // as Check reads it.
@@ -15,3 +21,52 @@ func CatalogOf(ctx context.Context, db *DB) (map[string]bool, error) {
 
 // CatalogKey is how CatalogOf names an object.
 func CatalogKey(kind Kind, name string) string { return catalogKey(kind, name) }
+
+// ClimbWithRung migrates db through this flowsnap's ladder plus one more
+// rung, version SchemaVersion+1, whose files hold sqlite and postgres and
+// which creates objects. It returns the versions Migrate would, and the
+// inventory of the longer ladder.
+func ClimbWithRung(ctx context.Context, db *DB, sqlite, postgres string, objects []Object) (from, to int, inv []Object, err error) {
+	fsys := fstest.MapFS{}
+	for _, d := range []Dialect{SQLite, Postgres} {
+		dir := path.Join("migrations", string(d))
+		entries, err := fs.ReadDir(migrationFiles, dir)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		for _, e := range entries {
+			b, err := fs.ReadFile(migrationFiles, path.Join(dir, e.Name()))
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			fsys[path.Join(dir, e.Name())] = &fstest.MapFile{Data: b}
+		}
+	}
+	name := fmt.Sprintf("%03d_test_rung.sql", SchemaVersion+1)
+	fsys[path.Join("migrations", "sqlite", name)] = &fstest.MapFile{Data: []byte(sqlite)}
+	fsys[path.Join("migrations", "postgres", name)] = &fstest.MapFile{Data: []byte(postgres)}
+	rungs := append([]migration(nil), migrations...)
+	for i := range rungs {
+		rungs[i].statements = nil
+	}
+	rungs = append(rungs, migration{version: SchemaVersion + 1, name: "test rung"})
+	l, err := loadLadder(fsys, rungs, append(append([]Object(nil), inventoryRows...), objects...))
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	from, to, err = db.climb(ctx, l)
+	return from, to, l.inventory, err
+}
+
+// LoadMigrations checks migration files as the embedded ones are checked.
+func LoadMigrations(fsys fs.FS, objects []Object) error {
+	rungs := append([]migration(nil), migrations...)
+	for i := range rungs {
+		rungs[i].statements = nil
+	}
+	_, err := loadLadder(fsys, rungs, objects)
+	return err
+}
+
+// LadderVersion is the last rung of the embedded ladder.
+func LadderVersion() int { return theLadder.version }

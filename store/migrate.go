@@ -42,17 +42,21 @@ type schemaError struct {
 func (e *schemaError) Error() string { return e.msg }
 func (e *schemaError) Unwrap() error { return e.kind }
 
-// migration is one rung of the ladder: it creates the inventory objects
-// whose Since is its version, in inventory order, then runs then, all in one
-// transaction that also records the version. A later version that changes an
-// existing object must carry that change (an ALTER) in its then and keep the
-// inventory's DDL the object's final form; a fresh store climbs every rung.
+// migration is one rung of the ladder: it runs its migration file of the
+// store's dialect (migrations/<dialect>/NNN_name.sql), statement by
+// statement, then runs then, all in one transaction that also records the
+// version and name. Every store, fresh or old, climbs the same rungs in the
+// same order, so a rung's file may assume exactly the schema the rungs
+// before it leave (an ALTER of an object an earlier rung created is fine).
 type migration struct {
 	version int
 	name    string
 	then    func(ctx context.Context, tx Tx) error
+	// statements are filled from the files by loadLadder.
+	statements []dialectStatements
 }
 
+// migrations are the rungs of the ladder, one per pair of files.
 var migrations = []migration{
 	{version: 1, name: "engine store: runs, changes, spawn edges, journal", then: createSource},
 }
@@ -81,8 +85,13 @@ const migrationLock = `SELECT pg_advisory_xact_lock(hashtext('flowsnap migrate')
 // store flowsnap did not create, and a store newer than SchemaVersion. ctx
 // cancels the step in progress.
 func (db *DB) Migrate(ctx context.Context) (from, to int, err error) {
+	return db.climb(ctx, theLadder)
+}
+
+// climb applies the rungs of l the store has not climbed yet.
+func (db *DB) climb(ctx context.Context, l ladder) (from, to int, err error) {
 	from = -1
-	for _, m := range migrations {
+	for _, m := range l.rungs {
 		err := db.Write(ctx, func(tx Tx) error {
 			if db.dialect == Postgres {
 				if _, err := tx.Exec(ctx, migrationLock); err != nil {
@@ -97,7 +106,7 @@ func (db *DB) Migrate(ctx context.Context) (from, to int, err error) {
 				from = st.version
 			}
 			to = st.version
-			if err := db.migratable(st); err != nil {
+			if err := db.migratable(st, l.version); err != nil {
 				return err
 			}
 			if st.version >= m.version {
@@ -117,12 +126,9 @@ func (db *DB) Migrate(ctx context.Context) (from, to int, err error) {
 }
 
 func (db *DB) apply(ctx context.Context, tx Tx, m migration) error {
-	for _, o := range inventory {
-		if o.Since != m.version || !o.In(db.dialect) {
-			continue
-		}
-		if _, err := tx.Exec(ctx, o.DDL(db.dialect)); err != nil {
-			return fmt.Errorf("creating %s %s: %w", o.Kind, o.Name, err)
+	for _, s := range m.statementsFor(db.dialect) {
+		if _, err := tx.Exec(ctx, s.ddl); err != nil {
+			return fmt.Errorf("creating %s %s: %w", s.kind, s.name, err)
 		}
 	}
 	if m.then != nil {
@@ -212,10 +218,11 @@ func (db *DB) tooNew(version int) error {
 
 // migratable refuses what Migrate must not touch: tables of an engine store
 // without a recorded version, and a store newer than this flowsnap.
-func (db *DB) migratable(st schemaState) error {
+func (db *DB) migratable(st schemaState, version int) error {
 	switch {
-	case st.version > SchemaVersion:
-		return db.tooNew(st.version)
+	case st.version > version:
+		return &schemaError{ErrSchemaNewer,
+			fmt.Sprintf("%s has schema version %d, newer than this flowsnap knows (%d): upgrade flowsnap", db.where, st.version, version)}
 	case st.version == 0 && (st.source || st.versioned):
 		return &schemaError{ErrNotEngineStore,
 			fmt.Sprintf("%s holds engine store tables without a recorded schema version: flowsnap migrate did not create them and will not change them", db.where)}

@@ -30,8 +30,8 @@ func TestInventoryIsWellFormed(t *testing.T) {
 		if !strings.HasSuffix(o.Why, ".") || len(o.Why) < 20 {
 			t.Errorf("%s: Why must be a sentence, got %q", key, o.Why)
 		}
-		if o.Portable != "" && (o.SQLite != "" || o.Postgres != "") {
-			t.Errorf("%s: portable DDL and dialect DDL both set", key)
+		if o.Dialects != store.BothDialects && o.Dialects != store.SQLiteOnly && o.Dialects != store.PostgresOnly {
+			t.Errorf("%s: Dialects %q is not one of the three sets", key, o.Dialects)
 		}
 		if o.Kind == store.KindFunction {
 			if o.In(store.SQLite) || !o.In(store.Postgres) {

@@ -49,8 +49,8 @@ type Options struct {
 	// a default). On SQLite this bounds how many read snapshots can pin the
 	// WAL at once.
 	MaxReaders int
-	// BusyTimeout is how long a SQLite statement waits for a lock (0 means
-	// 5s).
+	// BusyTimeout is how long a SQLite write waits for a lock (0 means
+	// 5s). Reads wait as long as their context allows.
 	BusyTimeout time.Duration
 }
 
@@ -67,6 +67,9 @@ type DB struct {
 	// the cost of flowsnap's larger queries on SQLite. pgx keeps such a cache
 	// of its own.
 	readStmts *stmtCache
+	// file is the SQLite database file as opened: a file at path that is
+	// not the same file (replaced) or no file (removed) fails every read.
+	file os.FileInfo
 	// PostgreSQL.
 	pool *pgxpool.Pool
 	// where names the database for messages without revealing credentials.
@@ -162,7 +165,6 @@ func sqliteDSNs(dsn string, opts Options) (path, writer, reader string, err erro
 		for k, v := range params {
 			p[k] = v
 		}
-		p.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 		p.Add("_pragma", "foreign_keys(1)")
 		for k, v := range extra {
 			p[k] = append(p[k], v...)
@@ -170,10 +172,13 @@ func sqliteDSNs(dsn string, opts Options) (path, writer, reader string, err erro
 		return "file:" + base + "?" + p.Encode()
 	}
 	writer = common(url.Values{
-		"_pragma": {"journal_mode(WAL)", "synchronous(NORMAL)"},
+		"_pragma": {fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()), "journal_mode(WAL)", "synchronous(NORMAL)"},
 		"_txlock": {"immediate"},
 	})
-	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)"}})
+	// A read waits for a lock as long as its context allows (the driver's
+	// busy handler gives up when the context is done), so a lock wait ends
+	// as TIMEOUT at the operation's deadline, whatever that is.
+	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)", fmt.Sprintf("busy_timeout(%d)", readBusyTimeout.Milliseconds())}})
 	return path, writer, reader, nil
 }
 
@@ -209,6 +214,10 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", where, err)
+	}
+	if db.file, err = os.Stat(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: the file does not exist", where)
 	}
 	db.readStmts = newStmtCache(db.reader)
 	db.reader.SetMaxOpenConns(opts.MaxReaders)
@@ -268,12 +277,34 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 		}
 		return &pgTx{tx: tx}, nil
 	default:
+		if err := db.sameFile(); err != nil {
+			return nil, err
+		}
 		tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
-			return nil, db.persistence(err, "beginning a read")
+			return nil, db.persistence(withContext(ctx, err), "beginning a read")
 		}
 		return &sqlTx{tx: tx, stmts: db.readStmts}, nil
 	}
+}
+
+// readBusyTimeout is the SQLite busy timeout of read connections: longer
+// than any operation, so that the operation's context ends the wait.
+const readBusyTimeout = time.Hour
+
+// sameFile refuses to read when the SQLite file at the store's path is no
+// longer the file it opened (device and inode): pooled connections would
+// go on reading the old one while new ones read the new, two stores in
+// turn.
+func (db *DB) sameFile() error {
+	now, err := os.Stat(db.path)
+	switch {
+	case err != nil:
+		return fault.Wrap(fault.PersistenceFailed, fmt.Errorf("%s: %w", db.where, err), "the store file was removed")
+	case !os.SameFile(now, db.file):
+		return fault.Errorf(fault.PersistenceFailed, "the store file was replaced")
+	}
+	return nil
 }
 
 // BeginWrite opens a read-write transaction (on SQLite BEGIN IMMEDIATE on the

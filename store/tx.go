@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"modernc.org/sqlite"
 )
 
 // Querier runs statements with numbered placeholders ($1, $2, …). Scan
@@ -171,16 +173,16 @@ func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) 
 		rows, err = t.tx.QueryContext(ctx, q, args...)
 	}
 	if err != nil {
-		return nil, err
+		return nil, withContext(ctx, err)
 	}
 	return sqlRows{rows}, nil
 }
 
 func (t *sqlTx) QueryRow(ctx context.Context, q string, args ...any) Row {
 	if s := t.prepared(ctx, q); s != nil {
-		return sqlRow{s.QueryRowContext(ctx, args...)}
+		return sqlRow{ctx, s.QueryRowContext(ctx, args...)}
 	}
-	return sqlRow{t.tx.QueryRowContext(ctx, q, args...)}
+	return sqlRow{ctx, t.tx.QueryRowContext(ctx, q, args...)}
 }
 
 func (t *sqlTx) Commit(context.Context) error { return t.tx.Commit() }
@@ -197,12 +199,51 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-type sqlRow struct{ row *sql.Row }
+type sqlRow struct {
+	ctx context.Context
+	row *sql.Row
+}
 
 func (r sqlRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNoRows
 	}
+	return withContext(r.ctx, err)
+}
+
+// withContext adds ctx's error to a driver error made while ctx was done:
+// SQLite reports a lock wait or statement cut short by the context as busy
+// or interrupted, and it is the deadline (TIMEOUT) that ended it. A lock
+// SQLite gave up waiting for without the context ending (some WAL locks are
+// not waited for at all) is reported the same way, as a lock wait that did
+// not end in time: never as a broken store.
+func withContext(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && (se.Code()&0xff == sqliteBusy || se.Code()&0xff == sqliteLocked) {
+		return lockWait{err}
+	}
 	return err
+}
+
+// SQLite's primary result codes for a lock held elsewhere.
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// lockWait is a lock wait that ended before the read could start; it
+// counts as the operation's deadline.
+type lockWait struct{ err error }
+
+func (l lockWait) Error() string { return "the store stayed locked: " + l.err.Error() }
+func (l lockWait) Unwrap() error { return l.err }
+func (l lockWait) Is(target error) bool {
+	return target == context.DeadlineExceeded
 }

@@ -1,0 +1,350 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowsnap/flowsnap/fault"
+)
+
+// record follows one HTTP request through the endpoint: the first reason it
+// was refused for (or failed with), so that the request is counted once by
+// that reason and logged in one line at its end.
+type record struct {
+	mu      sync.Mutex
+	reason  string
+	code    fault.Code
+	message string
+	cause   string
+	name    string
+	// release, when set, gives back the document slot the request holds.
+	release func()
+}
+
+type recordKey struct{}
+
+// recordOf returns the record of ctx's request; a throwaway one outside a
+// request, so callers need not check.
+func recordOf(ctx context.Context) *record {
+	if r, ok := ctx.Value(recordKey{}).(*record); ok {
+		return r
+	}
+	return &record{}
+}
+
+// refuse keeps the first reason given; later ones are consequences.
+func (r *record) refuse(reason string, code fault.Code, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reason == "" {
+		r.reason, r.code, r.message = reason, code, clip(message)
+	}
+}
+
+func (r *record) setCause(cause string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cause == "" {
+		r.cause = clip(cause)
+	}
+}
+
+func (r *record) refused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reason != ""
+}
+
+// maxMessage bounds a message shown to a client or logged: a parse error
+// quotes a token of the document, and a token can be a megabyte string.
+const maxMessage = 300
+
+func clip(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // keep UTF-8 whole
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// reasonOf maps an error code met while answering to a refusal reason.
+func reasonOf(code fault.Code) string {
+	switch code {
+	case fault.PersistenceFailed:
+		return "store"
+	case fault.Timeout:
+		return "timeout"
+	case fault.DecodeFailed:
+		return "decode"
+	case fault.Internal:
+		return "internal"
+	case fault.ComplexityLimit:
+		return "complexity"
+	default:
+		return "input"
+	}
+}
+
+// logLimiter lets through at most burst lines per reason in each second, so
+// a store that is down (every request failing) or a flood of bad requests
+// logs a few lines a second, each saying how many were left out before it.
+type logLimiter struct {
+	mu    sync.Mutex
+	burst int
+	now   func() time.Time
+	slots map[string]*logSlot
+}
+
+type logSlot struct {
+	second     int64
+	lines      int
+	suppressed int
+}
+
+func newLogLimiter(burst int) *logLimiter {
+	return &logLimiter{burst: burst, now: time.Now, slots: map[string]*logSlot{}}
+}
+
+// allow reports whether a line for reason may be written now, and how many
+// lines for it were left out since the last one written.
+func (l *logLimiter) allow(reason string) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.slots[reason]
+	if s == nil {
+		s = &logSlot{}
+		l.slots[reason] = s
+	}
+	sec := l.now().Unix()
+	if sec != s.second {
+		s.second, s.lines = sec, 0
+	}
+	if s.lines >= l.burst {
+		s.suppressed++
+		return false, 0
+	}
+	s.lines++
+	n := s.suppressed
+	s.suppressed = 0
+	return true, n
+}
+
+// endpoint is the HTTP side of /graphql around gqlgen's server: it bounds
+// the request (its time, from the first byte read, covering parse and
+// validation; its body), refuses what is not a GraphQL request with a code
+// and without echoing it, and counts and logs every refusal once.
+type endpoint struct {
+	next    http.Handler
+	opts    Options
+	slots   chan struct{}
+	limiter *logLimiter
+}
+
+func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	// The deadline covers the whole request; the client leaving cancels it.
+	// A subscription's stream (WebSocket or server-sent events) lasts as
+	// long as it is wanted: its operations get their deadlines one by one.
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if !streaming(r) {
+		ctx, cancel = context.WithTimeout(ctx, e.opts.Timeout)
+	}
+	defer cancel()
+	rec := &record{}
+	ctx = context.WithValue(ctx, recordKey{}, rec)
+	r = r.WithContext(ctx)
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	if status, msg := e.check(sw, r); status != 0 {
+		reason, code := "transport", fault.BadUserInput
+		switch status {
+		case http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong:
+			reason = "size"
+		case http.StatusServiceUnavailable:
+			reason, code = "timeout", fault.Timeout
+		}
+		rec.refuse(reason, code, msg)
+		writeError(sw, status, code, msg)
+	} else {
+		e.next.ServeHTTP(sw, r)
+	}
+	rec.releaseSlot()
+	e.done(ctx, rec, r, sw.status, time.Since(start))
+}
+
+// streaming reports whether r opens a stream of responses.
+func streaming(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// releaseSlot gives back the parsing slot the request holds, if any.
+func (r *record) releaseSlot() {
+	r.mu.Lock()
+	release := r.release
+	r.release = nil
+	r.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
+// done counts and logs a refused request; served ones are logged by
+// finish, once per operation.
+func (e *endpoint) done(ctx context.Context, rec *record, r *http.Request, status int, took time.Duration) {
+	if !rec.refused() {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if e.opts.Metrics != nil {
+		e.opts.Metrics.refusals.WithLabelValues(rec.reason).Inc()
+	}
+	ok, suppressed := e.limiter.allow(rec.reason)
+	if !ok {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("reason", rec.reason), slog.String("code", string(rec.code)),
+		slog.String("message", rec.message), slog.Int("status", status),
+		slog.String("method", r.Method), slog.Duration("duration", took),
+	}
+	if rec.name != "" {
+		attrs = append(attrs, slog.String("operation", rec.name))
+	}
+	if rec.cause != "" {
+		attrs = append(attrs, slog.String("cause", rec.cause))
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int("suppressed", suppressed))
+	}
+	e.opts.Logger.LogAttrs(context.WithoutCancel(ctx), slog.LevelWarn, "graphql refused", attrs...)
+}
+
+// check refuses, with a status and a message that echoes nothing of the
+// request, what gqlgen's transports would answer without a code or with the
+// body echoed: other methods, other content types, URL escapes that do not
+// decode, bodies over the limit, bodies that are not one JSON request
+// object, and batches (JSON arrays) of operations. A POST body is read here,
+// whole, under the limit, and handed on.
+func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
+	if streaming(r) && r.Method == http.MethodGet {
+		return 0, ""
+	}
+	switch r.Method {
+	case http.MethodGet:
+		if len(r.URL.RawQuery) > int(e.opts.MaxBodyBytes) {
+			return http.StatusRequestURITooLong, fmt.Sprintf("the query string is longer than %d bytes", e.opts.MaxBodyBytes)
+		}
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			return http.StatusBadRequest, "the query string is not valid URL encoding"
+		}
+		return 0, ""
+	case http.MethodPost:
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		return http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed: use POST, or GET for queries", clip(r.Method))
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, "a POST body must be application/json"
+	}
+	if (r.ContentLength < 0 || r.ContentLength > heavyBody) && !takeSlot(r.Context(), e.slots) {
+		return http.StatusServiceUnavailable, "the request waited too long to be read"
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", e.opts.MaxBodyBytes)
+	case err != nil:
+		return http.StatusBadRequest, "the request body could not be read"
+	}
+	if msg := requestShape(body, e.opts.MaxVariablesBytes); msg != "" {
+		if strings.HasPrefix(msg, "the variables") {
+			return http.StatusRequestEntityTooLarge, msg
+		}
+		return http.StatusBadRequest, msg
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return 0, ""
+}
+
+// requestShape says what is wrong with a POST body that is not one GraphQL
+// request object, in words about its shape only.
+func requestShape(body []byte, maxVariables int) string {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return "batched requests (a JSON array of operations) are not supported: send one operation per request"
+	}
+	var req struct {
+		Query         json.RawMessage `json:"query"`
+		OperationName json.RawMessage `json:"operationName"`
+		Variables     json.RawMessage `json:"variables"`
+		Extensions    json.RawMessage `json:"extensions"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) || len(trimmed) == 0 {
+			return "the request body is not valid JSON"
+		}
+		return "the request body must be a JSON object with a query string"
+	}
+	if len(req.Variables) > maxVariables {
+		return fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
+	}
+	kinds := []struct {
+		name string
+		raw  json.RawMessage
+		want byte
+	}{{"query", req.Query, '"'}, {"operationName", req.OperationName, '"'}, {"variables", req.Variables, '{'}, {"extensions", req.Extensions, '{'}}
+	for _, k := range kinds {
+		if len(k.raw) == 0 || string(k.raw) == "null" || k.raw[0] == k.want {
+			continue
+		}
+		if k.want == '"' {
+			return fmt.Sprintf("%q must be a string", k.name)
+		}
+		return fmt.Sprintf("%q must be an object", k.name)
+	}
+	return ""
+}
+
+// statusWriter remembers the status written, for the refusal log line.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
