@@ -18,7 +18,7 @@
 //
 //	field    encoding
 //	version  1 byte, 0x01
-//	kind     1 byte: 1 children, 2 rounds, 3 steps, 4 inboundEvents, 5 events
+//	kind     1 byte: 1 children, 2 rounds, 3 steps, 4 inboundEvents, 5 events, 6 list
 //	ordinal  uvarint (encoding/binary), 0..2^53-1
 //	source   uvarint byte length, then that many bytes of UTF-8
 //	anchor   uvarint byte length, then that many bytes of UTF-8
@@ -95,6 +95,11 @@ const (
 	// Events of a run's lifecycle log: Ordinal is the event's seq, which is
 	// unique within the run, so Last is empty.
 	Events Kind = "events"
+	// List of runs by filter, ordered by (created_at_ms, run id) either way:
+	// Ordinal is the run's created_at_ms, Last its run id, and Anchor the
+	// digest of the list's canonical filter and order, so the cursor
+	// continues only the list it came from.
+	List Kind = "list"
 )
 
 // lastRule says whether a kind's ordinal needs a tie-breaker.
@@ -120,6 +125,7 @@ var kinds = [...]kindSpec{
 	{Steps, 3, lastRequired},
 	{InboundEvents, 4, lastRequired},
 	{Events, 5, lastEmpty},
+	{List, 6, lastRequired},
 }
 
 func specOfKind(k Kind) (kindSpec, bool) {
@@ -397,6 +403,8 @@ func (c Cursor) Check(source, anchor string, kind Kind) error {
 		return bad("cursor belongs to another store (source %s, this store is %s)", quote(c.Source), quote(source))
 	case c.Kind != kind:
 		return bad("cursor is for %s, not %s", kindName(c.Kind), kindName(kind))
+	case c.Anchor != anchor && kind == List:
+		return bad("cursor belongs to a list with another filter or order")
 	case c.Anchor != anchor:
 		return bad("cursor belongs to the %s of run %s, not of run %s", kindName(kind), quote(c.Anchor), quote(anchor))
 	}

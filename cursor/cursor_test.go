@@ -67,6 +67,7 @@ func TestEncodeThenDecodeGivesTheSameCursor(t *testing.T) {
 		{"a steps cursor at the largest ordinal", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Steps, Ordinal: cursor.MaxOrdinal, Last: "step"}},
 		{"an inbound events cursor", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.InboundEvents, Ordinal: 1_767_225_600_000, Last: "evt-9"}},
 		{"an events cursor without a tie-breaker", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Events, Ordinal: 42}},
+		{"a list cursor bound to a filter's digest", cursor.Cursor{Source: source, Anchor: "3f0c2a9d41b7e6058c1d2e3f4a5b6c7d", Kind: cursor.List, Ordinal: 1_764_470_802_123, Last: "run-42"}},
 		{"ids with non-ASCII characters", cursor.Cursor{Source: "s", Anchor: "ラン/1 ✓", Kind: cursor.Children, Ordinal: 127, Last: "\U0001F600 child"}},
 		{"ids of 1024 UTF-16 code units", cursor.Cursor{Source: source, Anchor: strings.Repeat("a", 1024), Kind: cursor.Rounds, Ordinal: 128, Last: strings.Repeat("𝄞", 512)}},
 	} {
@@ -100,6 +101,7 @@ func TestVersion1EncodingIsStable(t *testing.T) {
 		{cursor.Cursor{Source: "src", Anchor: "run", Kind: cursor.Steps, Ordinal: 0, Last: "s"}, "AQMAA3NyYwNydW4Bcw"},
 		{cursor.Cursor{Source: "src", Anchor: "run", Kind: cursor.InboundEvents, Ordinal: 1, Last: "e"}, "AQQBA3NyYwNydW4BZQ"},
 		{cursor.Cursor{Source: "src", Anchor: "run", Kind: cursor.Events, Ordinal: 2}, "AQUCA3NyYwNydW4A"},
+		{cursor.Cursor{Source: "src", Anchor: "digest", Kind: cursor.List, Ordinal: 5, Last: "r"}, "AQYFA3NyYwZkaWdlc3QBcg"},
 	} {
 		t.Run(string(tc.c.Kind)+" cursors keep their encoding", func(t *testing.T) {
 			t.Parallel()
@@ -267,6 +269,8 @@ func TestCheckRefusesACursorUsedElsewhere(t *testing.T) {
 		{"a cursor of another run is refused", c, source, "run-b", cursor.Rounds, `cursor belongs to the rounds of run "run-a", not of run "run-b"`},
 		{"a long anchor id is cut in the message", cursor.Cursor{Source: source, Anchor: long, Kind: cursor.Children, Last: "x"}, source, "run-b", cursor.Children, `of run "` + strings.Repeat("€", 64) + `"…, not of run "run-b"`},
 		{"a long source is cut in the message", cursor.Cursor{Source: long, Anchor: "run-a", Kind: cursor.Children, Last: "x"}, source, "run-a", cursor.Children, `(source "` + strings.Repeat("€", 64) + `"…, this store`},
+		{"a list cursor of another filter or order is refused", cursor.Cursor{Source: source, Anchor: "digest-a", Kind: cursor.List, Last: "x"}, source, "digest-b", cursor.List, "cursor belongs to a list with another filter or order"},
+		{"a list cursor is refused on children", cursor.Cursor{Source: source, Anchor: "digest-a", Kind: cursor.List, Last: "x"}, source, "run-a", cursor.Children, "cursor is for list, not children"},
 		{"an unknown kind in a hand-made cursor is quoted", cursor.Cursor{Source: source, Anchor: "run-a", Kind: "runz", Last: "x"}, source, "run-a", cursor.Children, `cursor is for "runz", not children`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

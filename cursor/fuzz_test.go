@@ -72,7 +72,7 @@ func FuzzDecodePayload(f *testing.F) {
 
 // fuzzKinds maps a fuzzed byte to a kind, unknown ones included, so the
 // fuzzer also checks that a cursor Validate refuses cannot be decoded.
-var fuzzKinds = []cursor.Kind{cursor.Children, cursor.Rounds, cursor.Steps, cursor.InboundEvents, cursor.Events, "", "runs"}
+var fuzzKinds = []cursor.Kind{cursor.Children, cursor.Rounds, cursor.Steps, cursor.InboundEvents, cursor.Events, "", "runs", cursor.List}
 
 // FuzzRoundTrip encodes arbitrary cursors. One that Validate accepts must
 // decode to itself; one that Validate refuses must be refused by Decode too,

@@ -26,7 +26,10 @@ const (
 	PersistenceFailed Code = "PERSISTENCE_FAILED"
 	ComplexityLimit   Code = "COMPLEXITY_LIMIT"
 	Timeout           Code = "TIMEOUT"
-	Internal          Code = "INTERNAL"
+	// SourceChanged: a position a client holds is not from this store's
+	// history (another store, or one restored to an older revision).
+	SourceChanged Code = "SOURCE_CHANGED"
+	Internal      Code = "INTERNAL"
 )
 
 // Error is an error with a code. Message is safe to show a client; Err, when

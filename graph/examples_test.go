@@ -101,6 +101,28 @@ func TestExplorerExamplesOnTheDemoStore(t *testing.T) {
 				t.Fatalf("run = %v", get(data, "run"))
 			}
 		},
+		"List: failed runs": func(t *testing.T, data map[string]any) {
+			edges := get(data, "listRuns", "edges").([]any)
+			if len(edges) != 20 || get(data, "listRuns", "pageInfo", "hasNextPage") != true || get(data, "countRuns", "count").(float64) <= 20 {
+				t.Fatalf("listRuns = %v, countRuns = %v", get(data, "listRuns", "pageInfo"), get(data, "countRuns"))
+			}
+		},
+		"List: stale workers": func(t *testing.T, data map[string]any) {
+			nodes := get(data, "listRuns", "nodes").([]any)
+			if len(nodes) == 0 {
+				t.Fatal("no stale workers on the demo's store")
+			}
+			for _, n := range nodes {
+				if at, _ := get(n, "heartbeatAt").(string); at == "" || at >= "2026-10-31T23:58:00.000Z" {
+					t.Errorf("run %v is not stale", n)
+				}
+			}
+		},
+		"Change feed": func(t *testing.T, data map[string]any) {
+			if len(get(data, "changes", "changes").([]any)) != 10 || get(data, "changes", "hasMore") != true {
+				t.Fatalf("changes = %v", get(data, "changes"))
+			}
+		},
 	}
 	for _, ex := range explorer.Examples() {
 		t.Run(ex.Name, func(t *testing.T) {

@@ -315,4 +315,5 @@ func setComplexity(c *ComplexityRoot) {
 	// Each element is read, whatever its selection: it costs at least 1.
 	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*max(child, 1) }
 	journalComplexity(c, page)
+	findComplexity(c)
 }

@@ -94,6 +94,8 @@ var batchFields = map[string]batchField{
 	"RunStep.parentStep":   stepParentField[*snapshot.RunStep](),
 	"SleepStep.parentStep": stepParentField[*snapshot.SleepStep](),
 	"WaitStep.parentStep":  stepParentField[*snapshot.WaitStep](),
+	"Change.run": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(objs []*snapshot.Change, _ *args) []string { return changeRunKeys(objs) }),
 	"RunStep.attempts": field(func(l *loaders) *loader[attemptsKey, []snapshot.Result[*snapshot.Attempt]] { return l.journal.attempts },
 		func(objs []*snapshot.RunStep, a *args) []attemptsKey { return attemptsKeys(objs, a.int("last")) }),
 }
@@ -111,6 +113,14 @@ var throughFields = map[string]func(obj any) []any{
 		return each(o.(*snapshot.Page).Edges, func(e snapshot.Edge) any { return e.Node.Value })
 	},
 	"RunEdge.node": func(o any) []any { return []any{o.(snapshot.Edge).Node.Value} },
+	"ChangeFeed.changes": func(o any) []any {
+		feed := o.(*snapshot.ChangeFeed)
+		out := make([]any, len(feed.Changes))
+		for i := range feed.Changes {
+			out[i] = &feed.Changes[i]
+		}
+		return out
+	},
 	"StepConnection.edges": func(o any) []any {
 		return each(o.(*snapshot.StepPage).Edges, func(e snapshot.StepEdge) any { return e })
 	},
@@ -144,6 +154,14 @@ func typeName(o any) string {
 		}
 	case snapshot.Edge:
 		return "RunEdge"
+	case *snapshot.ChangeFeed:
+		if v != nil {
+			return "ChangeFeed"
+		}
+	case *snapshot.Change:
+		if v != nil {
+			return "Change"
+		}
 	case *snapshot.StepPage:
 		if v != nil {
 			return "StepConnection"
@@ -208,7 +226,12 @@ type level struct {
 }
 
 func (l *loaders) walk(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet) {
-	todo := []level{{sel: sel, objs: []any{root{}}}}
+	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}})
+}
+
+// walkFrom reads ahead level by level from start.
+func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, start level) {
+	todo := []level{start}
 	for len(todo) > 0 && ctx.Err() == nil {
 		// First every field of the level says what it wants, then each
 		// loader reads all of that at once, then the level below is made

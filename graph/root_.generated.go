@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/flowsnap/flowsnap/snapshot"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -22,6 +23,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Change() ChangeResolver
 	InboundEventConnection() InboundEventConnectionResolver
 	InboundEventEdge() InboundEventEdgeResolver
 	Query() QueryResolver
@@ -62,6 +64,19 @@ type ComplexityRoot struct {
 	Cancellation struct {
 		Acknowledgement func(childComplexity int) int
 		RequestedAt     func(childComplexity int) int
+	}
+
+	Change struct {
+		Deleted  func(childComplexity int) int
+		Revision func(childComplexity int) int
+		Run      func(childComplexity int) int
+		RunID    func(childComplexity int) int
+	}
+
+	ChangeFeed struct {
+		Changes      func(childComplexity int) int
+		HasMore      func(childComplexity int) int
+		NextRevision func(childComplexity int) int
 	}
 
 	Claim struct {
@@ -113,9 +128,12 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Position func(childComplexity int) int
-		Run      func(childComplexity int, id string) int
-		Runs     func(childComplexity int, ids []string) int
+		Changes   func(childComplexity int, since int64, source *string, first *int) int
+		CountRuns func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
+		ListRuns  func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
+		Position  func(childComplexity int) int
+		Run       func(childComplexity int, id string) int
+		Runs      func(childComplexity int, ids []string) int
 	}
 
 	Run struct {
@@ -149,6 +167,11 @@ type ComplexityRoot struct {
 		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	RunCount struct {
+		Capped func(childComplexity int) int
+		Count  func(childComplexity int) int
 	}
 
 	RunEdge struct {
@@ -334,6 +357,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Cancellation.RequestedAt(childComplexity), true
 
+	case "Change.deleted":
+		if e.ComplexityRoot.Change.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Deleted(childComplexity), true
+	case "Change.revision":
+		if e.ComplexityRoot.Change.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Revision(childComplexity), true
+	case "Change.run":
+		if e.ComplexityRoot.Change.Run == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Run(childComplexity), true
+	case "Change.runId":
+		if e.ComplexityRoot.Change.RunID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.RunID(childComplexity), true
+
+	case "ChangeFeed.changes":
+		if e.ComplexityRoot.ChangeFeed.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangeFeed.Changes(childComplexity), true
+	case "ChangeFeed.hasMore":
+		if e.ComplexityRoot.ChangeFeed.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangeFeed.HasMore(childComplexity), true
+	case "ChangeFeed.nextRevision":
+		if e.ComplexityRoot.ChangeFeed.NextRevision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangeFeed.NextRevision(childComplexity), true
+
 	case "Claim.claimedAt":
 		if e.ComplexityRoot.Claim.ClaimedAt == nil {
 			break
@@ -486,6 +553,40 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Position.Source(childComplexity), true
 
+	case "Query.changes":
+		if e.ComplexityRoot.Query.Changes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_changes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Changes(childComplexity, args["since"].(int64), args["source"].(*string), args["first"].(*int)), true
+	case "Query.countRuns":
+		if e.ComplexityRoot.Query.CountRuns == nil {
+			break
+		}
+
+		args, err := ec.field_Query_countRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.CountRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["upTo"].(*int64)), true
+
+	case "Query.listRuns":
+		if e.ComplexityRoot.Query.ListRuns == nil {
+			break
+		}
+
+		args, err := ec.field_Query_listRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ListRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["order"].(*snapshot.RunOrder), args["first"].(*int), args["after"].(*string)), true
 	case "Query.position":
 		if e.ComplexityRoot.Query.Position == nil {
 			break
@@ -703,6 +804,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunConnection.PageInfo(childComplexity), true
+
+	case "RunCount.capped":
+		if e.ComplexityRoot.RunCount.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunCount.Capped(childComplexity), true
+	case "RunCount.count":
+		if e.ComplexityRoot.RunCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunCount.Count(childComplexity), true
 
 	case "RunEdge.cursor":
 		if e.ComplexityRoot.RunEdge.Cursor == nil {
@@ -1033,7 +1147,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
-		return graphql.NewInputUnmarshalerIndex()
+		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("RunFilter", ec.unmarshalInputRunFilter),
+		)
 	}
 	first := true
 
@@ -1093,7 +1209,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "journal.graphqls" "schema.graphqls"
+//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1105,6 +1221,7 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "find.graphqls", Input: sourceData("find.graphqls"), BuiltIn: false},
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 }
@@ -1158,6 +1275,32 @@ func (ec *executionContext) childFields_Cancellation(ctx context.Context, field 
 		return ec.fieldContext_Cancellation_acknowledgement(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Cancellation", field.Name)
+}
+
+func (ec *executionContext) childFields_Change(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "runId":
+		return ec.fieldContext_Change_runId(ctx, field)
+	case "revision":
+		return ec.fieldContext_Change_revision(ctx, field)
+	case "deleted":
+		return ec.fieldContext_Change_deleted(ctx, field)
+	case "run":
+		return ec.fieldContext_Change_run(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Change", field.Name)
+}
+
+func (ec *executionContext) childFields_ChangeFeed(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "changes":
+		return ec.fieldContext_ChangeFeed_changes(ctx, field)
+	case "nextRevision":
+		return ec.fieldContext_ChangeFeed_nextRevision(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_ChangeFeed_hasMore(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChangeFeed", field.Name)
 }
 
 func (ec *executionContext) childFields_Claim(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1254,6 +1397,16 @@ func (ec *executionContext) childFields_RunConnection(ctx context.Context, field
 		return ec.fieldContext_RunConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_RunCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_RunCount_count(ctx, field)
+	case "capped":
+		return ec.fieldContext_RunCount_capped(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunCount", field.Name)
 }
 
 func (ec *executionContext) childFields_RunEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -13,7 +13,7 @@ import (
 // SchemaVersion is the version of the engine-store schema this flowsnap
 // creates and serves. A store records the versions applied to it in
 // flows_schema_version; its version is the highest one.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // The kinds of error Check and Migrate return when a database is not a store
 // they can use. The errors themselves name the database and say what to do;
@@ -59,6 +59,7 @@ type migration struct {
 // migrations are the rungs of the ladder, one per pair of files.
 var migrations = []migration{
 	{version: 1, name: "engine store: runs, changes, spawn edges, journal", then: createSource},
+	{version: 2, name: listingRung},
 }
 
 // createSource gives a new store its identity: 128 random bits, so that two
@@ -85,13 +86,17 @@ const migrationLock = `SELECT pg_advisory_xact_lock(hashtext('flowsnap migrate')
 // store flowsnap did not create, and a store newer than SchemaVersion. ctx
 // cancels the step in progress.
 func (db *DB) Migrate(ctx context.Context) (from, to int, err error) {
-	return db.climb(ctx, theLadder)
+	return db.climb(ctx, theLadder, theLadder.version)
 }
 
-// climb applies the rungs of l the store has not climbed yet.
-func (db *DB) climb(ctx context.Context, l ladder) (from, to int, err error) {
+// climb applies the rungs of l up to version upTo that the store has not
+// climbed yet.
+func (db *DB) climb(ctx context.Context, l ladder, upTo int) (from, to int, err error) {
 	from = -1
 	for _, m := range l.rungs {
+		if m.version > upTo {
+			break
+		}
 		err := db.Write(ctx, func(tx Tx) error {
 			if db.dialect == Postgres {
 				if _, err := tx.Exec(ctx, migrationLock); err != nil {

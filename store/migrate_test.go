@@ -93,8 +93,8 @@ func TestConcurrentMigratorsApplyEachStepOnce(t *testing.T) {
 		if created != 1 {
 			t.Errorf("%d migrators report creating the store, want 1", created)
 		}
-		if n := queryInt(t, dbs[0], `SELECT count(*) FROM flows_schema_version`); n != 1 {
-			t.Errorf("flows_schema_version has %d rows, want 1", n)
+		if n := queryInt(t, dbs[0], `SELECT count(*) FROM flows_schema_version`); n != int64(store.SchemaVersion) {
+			t.Errorf("flows_schema_version has %d rows, want %d", n, store.SchemaVersion)
 		}
 		if err := dbs[0].Check(ctx); err != nil {
 			t.Errorf("Check: %v", err)
@@ -151,7 +151,7 @@ func TestCheckRefusesWhatItCannotServe(t *testing.T) {
 				return []string{`INSERT INTO flows_schema_version (version, name, applied_at_ms) VALUES (7, 'from the future', 0)`}
 			},
 			kind: store.ErrSchemaNewer,
-			says: []string{"has schema version 7, newer than this flowsnap knows (1): upgrade flowsnap"},
+			says: []string{fmt.Sprintf("has schema version 7, newer than this flowsnap knows (%d): upgrade flowsnap", store.SchemaVersion)},
 		},
 		{
 			name:    "a store that lost its source row is refused",
@@ -233,6 +233,63 @@ func TestMigrateRefusesStoresItDidNotMakeOrDoesNotKnow(t *testing.T) {
 					t.Errorf("Migrate reports %d→%d, want %d→%d", from, to, before, before)
 				}
 			})
+		}
+	})
+}
+
+// TestAVersion1StoreUpgrades migrates a store as the first release did, with
+// a run in it, and checks that Migrate adds the listing indexes of version 2
+// and nothing else changes.
+func TestAVersion1StoreUpgrades(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		ctx := testContext(t)
+		db := storetest.OpenDSN(t, storetest.DSN(t, d), false)
+		if from, to, err := store.MigrateTo(ctx, db, 1); err != nil || from != 0 || to != 1 {
+			t.Fatalf("migrating to version 1: %d→%d, %v", from, to, err)
+		}
+		mustExec(t, db, `INSERT INTO flows_runs (run_id, status, created_at_ms, state_json) VALUES ('r1', 'pending', 5, '{"flowName":"f"}')`)
+		source := readSource(t, db)
+		if err := db.Check(ctx); !errors.Is(err, store.ErrSchemaOlder) {
+			t.Fatalf("Check of a version 1 store: %v, want ErrSchemaOlder", err)
+		}
+		catalog, err := store.CatalogOf(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rung []store.Object
+		for _, o := range store.Inventory() {
+			if o.Since == 2 {
+				rung = append(rung, o)
+				if catalog[store.CatalogKey(o.Kind, o.Name)] {
+					t.Errorf("a version 1 store already has %s %s", o.Kind, o.Name)
+				}
+			}
+		}
+		if len(rung) == 0 {
+			t.Fatal("the inventory has no objects of version 2")
+		}
+		if from, to, err := db.Migrate(ctx); err != nil || from != 1 || to != store.SchemaVersion {
+			t.Fatalf("Migrate: %d→%d, %v; want 1→%d", from, to, err, store.SchemaVersion)
+		}
+		if err := db.Check(ctx); err != nil {
+			t.Fatalf("Check after the upgrade: %v", err)
+		}
+		catalog, err = store.CatalogOf(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range rung {
+			if !catalog[store.CatalogKey(o.Kind, o.Name)] {
+				t.Errorf("the upgrade did not create %s %s", o.Kind, o.Name)
+			}
+		}
+		if got := readSource(t, db); got != source {
+			t.Errorf("the upgrade changed the source %s to %s", source, got)
+		}
+		if n := queryInt(t, db, `SELECT count(*) FROM flows_runs WHERE run_id = 'r1'`); n != 1 {
+			t.Errorf("the run is gone after the upgrade")
 		}
 	})
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -146,7 +147,7 @@ func TestCheckNamesMissingObjects(t *testing.T) {
 		if !errors.Is(err, store.ErrSchemaIncomplete) {
 			t.Fatalf("Check: got %v, want ErrSchemaIncomplete", err)
 		}
-		for _, want := range []string{"index flows_runs_rounds", "trigger flows_run_events_no_update", "version 1"} {
+		for _, want := range []string{"index flows_runs_rounds", "trigger flows_run_events_no_update", fmt.Sprintf("version %d", store.SchemaVersion)} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Check's error %q does not name %q", err, want)
 			}

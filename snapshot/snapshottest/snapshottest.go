@@ -21,8 +21,14 @@ import (
 // record changes stay, so a broken row still gets a revision.
 var refusingTriggers = []string{"flows_runs_execution_parent_insert", "flows_runs_execution_parent_update"}
 
-// Loose writes to a store without its CHECK constraints and without the
-// triggers that refuse an inconsistent run: on SQLite through a connection
+// stateIndexes are the indexes over an expression of state_json, which
+// cannot be computed for a state that is not JSON: a loosened store drops
+// them, so that such a state can be written.
+var stateIndexes = []string{"flows_runs_by_flow", "flows_runs_by_flow_status"}
+
+// Loose writes to a store without its CHECK constraints, without the
+// triggers that refuse an inconsistent run and without the indexes over
+// state_json's flow name: on SQLite through a connection
 // of its own with ignore_check_constraints on, on PostgreSQL after dropping
 // the CHECK constraints of flows_runs and flows_run_changes. Foreign keys,
 // NOT NULL, unique indexes and SQLite's STRICT column types still hold.
@@ -59,6 +65,9 @@ func Loosen(t testing.TB, db *store.DB) *Loose {
 			for _, trg := range refusingTriggers {
 				drops = append(drops, "ALTER TABLE flows_runs DISABLE TRIGGER "+trg)
 			}
+			for _, idx := range stateIndexes {
+				drops = append(drops, "DROP INDEX IF EXISTS "+idx)
+			}
 			for _, q := range drops {
 				if _, err := tx.Exec(ctx, q); err != nil {
 					return err
@@ -84,6 +93,9 @@ func Loosen(t testing.TB, db *store.DB) *Loose {
 	stmts := []string{"PRAGMA ignore_check_constraints = ON"}
 	for _, trg := range refusingTriggers {
 		stmts = append(stmts, "DROP TRIGGER IF EXISTS "+trg)
+	}
+	for _, idx := range stateIndexes {
+		stmts = append(stmts, "DROP INDEX IF EXISTS "+idx)
 	}
 	for _, q := range stmts {
 		if _, err := l.conn.ExecContext(ctx, q); err != nil {

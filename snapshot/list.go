@@ -1,0 +1,377 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/flowsnap/flowsnap/cursor"
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// RunFilter selects runs (SPEC §5). Fields combine with AND, the values of a
+// list with OR; a nil field does not filter. An empty list, or a created
+// range that is empty, selects nothing.
+type RunFilter struct {
+	Status            []Status
+	FlowName          *string
+	ParentRunID       *string
+	ExecutionParentID *string
+	// LineageID selects every round of a lineage, round 0 included.
+	LineageID     *string
+	WaitingReason *string
+	WaitingKind   []WaitingKind
+	// CreatedAfter and CreatedBefore bound created_at_ms to [after, before).
+	CreatedAfter  *Millis
+	CreatedBefore *Millis
+	// RootsOnly, when true, selects the runs without an effective parent;
+	// false does not filter.
+	RootsOnly *bool
+	// CancelRequested true selects the runs whose cancellation was requested
+	// and that have not finished; false the others.
+	CancelRequested *bool
+	// HeartbeatBefore selects running runs whose last heartbeat is before
+	// it: stale workers.
+	HeartbeatBefore *Millis
+}
+
+// RunOrder orders a list of runs by (created_at_ms, run id).
+type RunOrder string
+
+// The orders of a list.
+const (
+	NewestFirst RunOrder = "NEWEST_FIRST"
+	OldestFirst RunOrder = "OLDEST_FIRST"
+)
+
+// MarshalGQL writes o as its GraphQL enum value.
+func (o RunOrder) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(string(o))) }
+
+// UnmarshalGQL reads a GraphQL RunOrder enum value.
+func (o *RunOrder) UnmarshalGQL(v any) error {
+	switch s, _ := v.(string); RunOrder(s) {
+	case NewestFirst, OldestFirst:
+		*o = RunOrder(s)
+		return nil
+	}
+	return fmt.Errorf("%v is not a RunOrder", v)
+}
+
+// ListRequest asks for one page of runs by filter.
+type ListRequest struct {
+	Filter RunFilter
+	// Order is NewestFirst when empty.
+	Order RunOrder
+	// First is the page size, 1..MaxPageSize; nil means DefaultPageSize.
+	First *int
+	// After is the cursor of the edge to continue after; nil means the start.
+	After *string
+}
+
+// RunCount is how many runs a filter selects, counted up to a bound.
+type RunCount struct {
+	// Count is the number of runs, at most the bound asked for.
+	Count int64
+	// Capped says that more runs than the bound match.
+	Capped bool
+}
+
+// Bounds of CountRuns: the default, and the largest it takes.
+const (
+	DefaultCountUpTo = 10_000
+	MaxCountUpTo     = 1_000_000
+)
+
+// canonical is a filter in one spelling: list values deduplicated and
+// sorted, filters that select everything dropped, so that two spellings of
+// one list share their cursors.
+func (f RunFilter) canonical() RunFilter {
+	// An empty list stays empty (it selects nothing), not nil.
+	if len(f.Status) > 0 {
+		f.Status = slices.Compact(slices.Sorted(slices.Values(f.Status)))
+	}
+	if len(f.WaitingKind) > 0 {
+		f.WaitingKind = slices.Compact(slices.Sorted(slices.Values(f.WaitingKind)))
+	}
+	if f.RootsOnly != nil && !*f.RootsOnly {
+		f.RootsOnly = nil
+	}
+	return f
+}
+
+// digest is what a list cursor is bound to: the canonical filter and order.
+func digest(f RunFilter, o RunOrder) string {
+	b, _ := json.Marshal(struct {
+		F RunFilter
+		O RunOrder
+	}{f, o}) // plain values always marshal
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// check refuses ids that are not identifiers.
+func (f RunFilter) check() error {
+	for _, id := range []struct {
+		name string
+		v    *string
+	}{{"parentRunId", f.ParentRunID}, {"executionParentId", f.ExecutionParentID}, {"lineageId", f.LineageID}} {
+		if id.v != nil {
+			if err := CheckID(*id.v); err != nil {
+				return fmt.Errorf("filter %s: %w", id.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// empty reports whether f selects nothing whatever the store holds.
+func (f RunFilter) empty() bool {
+	return (f.Status != nil && len(f.Status) == 0) ||
+		(f.WaitingKind != nil && len(f.WaitingKind) == 0) ||
+		(f.CreatedAfter != nil && f.CreatedBefore != nil && *f.CreatedAfter >= *f.CreatedBefore)
+}
+
+// listQuery is a filter as SQL: a WHERE per branch (one per combination of
+// list values, each a range of one index) and the arguments they share.
+type listQuery struct {
+	d        store.Dialect
+	args     []any
+	shared   []string
+	branches [][]string
+}
+
+func (l *listQuery) arg(v any) string {
+	l.args = append(l.args, v)
+	return fmt.Sprintf("$%d", len(l.args))
+}
+
+// where builds f's terms. Every term spells its index's expression and, for
+// a partial index, its WHERE, so that both dialects' planners match them.
+func (f RunFilter) where(d store.Dialect) *listQuery {
+	l := &listQuery{d: d}
+	add := func(term string) { l.shared = append(l.shared, term) }
+	if f.FlowName != nil {
+		add(d.FlowNameExpr() + " = " + l.arg(*f.FlowName))
+	}
+	if f.ParentRunID != nil {
+		add("parent_run_id = " + l.arg(*f.ParentRunID))
+	}
+	if f.ExecutionParentID != nil {
+		add("execution_parent_id = " + l.arg(*f.ExecutionParentID))
+	}
+	if f.LineageID != nil {
+		add("COALESCE(lineage_id, run_id) = " + l.arg(*f.LineageID))
+	}
+	if f.WaitingReason != nil {
+		add("waiting_reason = " + l.arg(*f.WaitingReason))
+	}
+	if f.CreatedAfter != nil {
+		add("created_at_ms >= " + l.arg(int64(*f.CreatedAfter)))
+	}
+	if f.CreatedBefore != nil {
+		add("created_at_ms < " + l.arg(int64(*f.CreatedBefore)))
+	}
+	if f.RootsOnly != nil && *f.RootsOnly {
+		add("execution_parent_id IS NULL")
+	}
+	if f.CancelRequested != nil {
+		if *f.CancelRequested {
+			add(store.CancelPendingCond)
+		} else {
+			add("NOT (" + store.CancelPendingCond + ")")
+		}
+	}
+	if f.HeartbeatBefore != nil {
+		add("status = 'running'")
+		add("heartbeat_at_ms < " + l.arg(int64(*f.HeartbeatBefore)))
+	}
+	// One branch per combination of list values: an equality on the leading
+	// column of an index is a range, an OR of them is not.
+	l.branches = [][]string{nil}
+	if f.Status != nil {
+		l.branches = l.cross(l.branches, len(f.Status), func(i int) string { return "status = " + l.arg(string(f.Status[i])) })
+	}
+	if f.WaitingKind != nil {
+		l.branches = l.cross(l.branches, len(f.WaitingKind), func(i int) string {
+			return "waiting_reason IS NOT NULL AND " + store.WaitingKindExpr + " = " + l.arg(string(f.WaitingKind[i]))
+		})
+	}
+	return l
+}
+
+func (l *listQuery) cross(branches [][]string, n int, term func(int) string) [][]string {
+	terms := make([]string, n)
+	for i := range terms {
+		terms[i] = term(i)
+	}
+	var out [][]string
+	for _, b := range branches {
+		for _, t := range terms {
+			out = append(out, append(slices.Clone(b), t))
+		}
+	}
+	return out
+}
+
+// keyset returns the SELECT of run ids in order, after (ord, last) when
+// after, at most limit of them, one sub-select per branch.
+func (l *listQuery) keyset(order RunOrder, after *cursor.Cursor, limit int) string {
+	cmp, dir, bound := ">", "", ">="
+	if order == NewestFirst {
+		cmp, dir, bound = "<", " DESC", "<="
+	}
+	var key []string
+	if after != nil {
+		// SQLite does not seek an expression index with a row value, only
+		// with a plain bound: the created_at_ms bound repeats on its own.
+		o, id := l.arg(after.Ordinal), l.arg(after.Last)
+		key = []string{"created_at_ms " + bound + " " + o, "(created_at_ms, run_id) " + cmp + " (" + o + ", " + id + ")"}
+	}
+	lim := l.arg(limit)
+	orderBy := " ORDER BY created_at_ms" + dir + ", run_id" + dir + " LIMIT " + lim
+	sel := func(terms []string) string {
+		terms = append(append(slices.Clone(l.shared), terms...), key...)
+		where := ""
+		if len(terms) > 0 {
+			where = "\nWHERE " + strings.Join(terms, "\n  AND ")
+		}
+		return "SELECT created_at_ms AS ord, run_id AS id FROM flows_runs" + where + orderBy
+	}
+	if len(l.branches) == 1 {
+		return sel(l.branches[0])
+	}
+	parts := make([]string, len(l.branches))
+	for i, b := range l.branches {
+		parts[i] = fmt.Sprintf("SELECT ord, id FROM (%s) AS b%d", sel(b), i)
+	}
+	// The branches are disjoint; merging their pages costs a sort of at
+	// most (branches × limit) rows, never of the table.
+	return "SELECT ord, id FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") AS u ORDER BY ord" + dir + ", id" + dir + " LIMIT " + lim
+}
+
+func listStatement(keyset string) string {
+	// The runs are joined by primary key; the page is put in order in Go,
+	// so that the statement has no sort beyond its index scans.
+	return `SELECT q.ord, ` + runColumns + `
+FROM (` + keyset + `) AS q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id
+LEFT JOIN flows_runs r ON r.run_id = q.id`
+}
+
+// ListRuns reads one page of the runs req.Filter selects, in req.Order, in
+// the read carried by ctx (or a read of its own), edges and runs in one
+// statement. Edges' ordinals are the runs' created_at_ms. It fails with
+// BAD_USER_INPUT for a page size outside 1..MaxPageSize or a malformed id in
+// the filter, BAD_CURSOR for a cursor of another store, filter or order, and
+// PERSISTENCE_FAILED or TIMEOUT as any read.
+func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
+	size, err := pageSize(req.First)
+	if err != nil {
+		return nil, err
+	}
+	if req.Order == "" {
+		req.Order = NewestFirst
+	}
+	if err := req.Filter.check(); err != nil {
+		return nil, err
+	}
+	f := req.Filter.canonical()
+	anchor := digest(f, req.Order)
+	var page *Page
+	err = r.with(ctx, func(q *querier) error {
+		var after *cursor.Cursor
+		if req.After != nil {
+			pos, err := q.position()
+			if err != nil {
+				return err
+			}
+			c, err := cursor.DecodeFor(*req.After, pos.Source, anchor, cursor.List)
+			if err != nil {
+				return err
+			}
+			after = &c
+		}
+		page = &Page{}
+		if f.empty() {
+			return nil
+		}
+		l := f.where(q.dialect())
+		return q.listPage(page, listStatement(l.keyset(req.Order, after, size+1)), l.args, size, anchor, req.Order)
+	})
+	return page, err
+}
+
+func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor string, order RunOrder) error {
+	rows, err := q.query(sql, args...)
+	if err != nil {
+		return persistence(err, "listing runs")
+	}
+	defer rows.Close()
+	var ord int64
+	var raw rawRun
+	dest := append([]any{&ord}, raw.dest()...)
+	for rows.Next() {
+		raw = rawRun{}
+		if err := rows.Scan(dest...); err != nil {
+			return persistence(err, "listing runs")
+		}
+		snap, err := raw.decode(q.pos())
+		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id})
+		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
+	}
+	if err := rows.Err(); err != nil {
+		return persistence(err, "listing runs")
+	}
+	sort.Slice(page.Edges, func(i, j int) bool {
+		a, b := page.Edges[i], page.Edges[j]
+		less := a.Ordinal < b.Ordinal || (a.Ordinal == b.Ordinal && a.RunID < b.RunID)
+		if order == NewestFirst {
+			return !less
+		}
+		return less
+	})
+	if len(page.Edges) > size {
+		page.Edges = page.Edges[:size]
+		page.PageInfo.HasNextPage = true
+	}
+	if n := len(page.Edges); n > 0 {
+		page.PageInfo.EndCursor = &page.Edges[n-1].Cursor
+	}
+	return nil
+}
+
+// CountRuns counts the runs filter selects, up to upTo (0..MaxCountUpTo), in
+// the read carried by ctx: it reads at most upTo+1 index entries, so its cost
+// is bounded by upTo whatever the store holds.
+func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (RunCount, error) {
+	if upTo < 0 || upTo > MaxCountUpTo {
+		return RunCount{}, fault.Errorf(fault.BadUserInput, "upTo must be between 0 and %d, got %d", MaxCountUpTo, upTo)
+	}
+	if err := filter.check(); err != nil {
+		return RunCount{}, err
+	}
+	f := filter.canonical()
+	var out RunCount
+	err := r.with(ctx, func(q *querier) error {
+		if f.empty() {
+			return nil
+		}
+		l := f.where(q.dialect())
+		var n int64
+		sql := "SELECT count(*) FROM (" + l.keyset(OldestFirst, nil, int(upTo)+1) + ") AS k"
+		if err := q.each(sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
+			return err
+		}
+		out = RunCount{Count: min(n, upTo), Capped: n > upTo}
+		return nil
+	})
+	return out, err
+}
