@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -29,6 +31,9 @@ func (e env) String() string   { return "environment variable " + e.key }
 func (e env) GoString() string { return "env{" + e.key + "}" }
 func (e env) IsFromEnv() bool  { return true }
 
+// Key names the variable, so that --help shows it beside the flag.
+func (e env) Key() string { return e.key }
+
 // newCommand builds flowsnap's command line (README.md). Every flag has an
 // environment twin named FLOWSNAP_ and the flag in upper case. ready, when
 // not nil, receives the address a server listens on once it accepts
@@ -37,17 +42,27 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 	twin := func(key string) cli.ValueSourceChain {
 		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
 	}
-	dbFlag := &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true}
-	addrFlag := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR")}
+	dbFlag := &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true, Local: true}
+	addrFlag := &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR"), Local: true}
 	serveFlags := []cli.Flag{
-		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT")},
-		&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT")},
-		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH")},
-		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the explorer page at /", Sources: twin("FLOWSNAP_INTROSPECTION")},
-		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS")},
-		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT")},
-		&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR")},
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT"), Local: true},
+		&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
+		&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
+		&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
+		&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
+		&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
+			Validator: func(v string) error {
+				if v != "text" && v != "json" {
+					return fmt.Errorf("--log-format %q: want text or json", v)
+				}
+				return nil
+			}},
+		&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
+		&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
+		&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
 	}
+	serveFlags = append(serveFlags, replicaFlags(twin)...)
 	serveFlags = append(serveFlags, limitFlags(twin)...)
 	serveConfig := func(cmd *cli.Command) serveOptions {
 		return serveOptions{
@@ -58,26 +73,35 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			introspection:   cmd.Bool("introspection"),
 			maxReaders:      cmd.Int("max-readers"),
 			logFormat:       cmd.String("log-format"),
+			corsOrigins:     cmd.StringSlice("cors-origin"),
 			debugAddr:       cmd.String("debug-addr"),
 			limits:          limitConfig(cmd),
 			stdout:          stdout,
+			replica:         replicaConfig(cmd),
 			ready:           ready,
+
+			liveInterval:     cmd.Duration("live-interval"),
+			maxSubscriptions: int(cmd.Int("max-subscriptions")),
 		}
 	}
+	// The demo's flags are its own: without Local every subcommand's help
+	// would list them too.
+	rootFlags := append([]cli.Flag{
+		&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA"), Local: true},
+		&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS"), Local: true},
+		&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
+		addrFlag,
+	}, serveFlags...)
 	return &cli.Command{
 		Name:      "flowsnap",
 		Usage:     "serve a workflow engine's state over GraphQL, as consistent snapshots",
 		UsageText: "flowsnap [demo flags]          run the demo on an embedded SQLite store\n   flowsnap COMMAND [flags]",
+		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stdout,
 		// Errors are returned to main, which prints them once.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA")},
-			&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS")},
-			&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE")},
-			addrFlag,
-		}, serveFlags...),
+		Flags:          rootFlags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return fmt.Errorf("unknown command %q: see flowsnap --help", cmd.Args().First())
@@ -124,8 +148,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 				Name:  "seed",
 				Usage: "fill an engine store with a deterministic, realistic history",
 				Flags: []cli.Flag{dbFlag,
-					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS")},
-					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED")},
+					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS"), Local: true},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED"), Local: true},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					db, err := openMigrated(ctx, cmd.String("db"))
@@ -149,8 +173,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 				Name:  "simulate",
 				Usage: "keep writing to an engine store like a running engine, until interrupted",
 				Flags: []cli.Flag{dbFlag,
-					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE")},
-					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED")},
+					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
+					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED"), Local: true},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					db, err := openMigrated(ctx, cmd.String("db"))
@@ -167,6 +191,45 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			},
 		},
 	}
+}
+
+// build is the module version, VCS revision and Go version the binary was
+// built from, as the Go toolchain recorded them ("unknown" where it did not).
+type build struct {
+	version, revision, goVersion string
+	modified                     bool
+}
+
+func buildInfo() build {
+	b := build{version: "unknown", revision: "unknown", goVersion: "unknown"}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	b.version, b.goVersion = info.Main.Version, info.GoVersion
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.revision = s.Value
+		case "vcs.modified":
+			b.modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// version is what --version prints.
+func version() string {
+	b := buildInfo()
+	v := b.version
+	if b.revision != "unknown" {
+		v += " (revision " + b.revision
+		if b.modified {
+			v += ", modified"
+		}
+		v += ")"
+	}
+	return v + ", " + b.goVersion
 }
 
 // openMigrated opens dsn for writing and brings its schema up to date.
@@ -188,14 +251,14 @@ func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
 func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
 	d := graph.DefaultOptions
 	return []cli.Flag{
-		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS")},
-		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES")},
-		&cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded", Sources: twin("FLOWSNAP_MAX_FIELDS")},
-		&cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set", Sources: twin("FLOWSNAP_MAX_SAME_NAME")},
-		&cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation", Sources: twin("FLOWSNAP_MAX_ALIASES")},
-		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS")},
-		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES")},
-		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES")},
+		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS"), Local: true},
+		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES"), Local: true},
+		&cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded", Sources: twin("FLOWSNAP_MAX_FIELDS"), Local: true},
+		&cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set", Sources: twin("FLOWSNAP_MAX_SAME_NAME"), Local: true},
+		&cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation", Sources: twin("FLOWSNAP_MAX_ALIASES"), Local: true},
+		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS"), Local: true},
+		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES"), Local: true},
+		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES"), Local: true},
 	}
 }
 

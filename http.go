@@ -15,9 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowsnap/flowsnap/graph"
-	"github.com/flowsnap/flowsnap/graph/explorer"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/web"
 )
 
 type serveOptions struct {
@@ -28,9 +29,15 @@ type serveOptions struct {
 	introspection   bool
 	maxReaders      int
 	logFormat       string
+	corsOrigins     []string
 	// limits holds the request bounds of graph.Options (the Max* fields).
-	limits graph.Options
-	stdout io.Writer
+	limits  graph.Options
+	stdout  io.Writer
+	replica replicaOptions
+
+	// liveInterval and maxSubscriptions configure subscriptions (package live).
+	liveInterval     time.Duration
+	maxSubscriptions int
 	// debugAddr, when set, is where pprof and runtime metrics are served,
 	// apart from the public listener.
 	debugAddr string
@@ -48,7 +55,7 @@ func (o serveOptions) logger() *slog.Logger {
 // serve opens dsn read-only, checks it is an engine store this flowsnap
 // knows, and serves it until ctx ends.
 func serve(ctx context.Context, dsn string, opts serveOptions) error {
-	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders})
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: opts.replica.pgExecMode})
 	if err != nil {
 		return err
 	}
@@ -67,6 +74,26 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	metrics := graph.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
 	reader.OnRead = metrics.ObserveRead
+	replicas, err := openReplicas(ctx, reader, opts)
+	if err != nil {
+		return err
+	}
+	defer closeReplicas(replicas)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go reader.WatchReplicas(watchCtx)
+	reg.MustRegister(replicaCollector{reader})
+	watcher := live.New(reader, live.Options{
+		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
+		Metrics: live.NewMetrics(reg), Logger: log,
+	})
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLive()
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		_ = watcher.Run(liveCtx)
+	}()
 
 	mux := http.NewServeMux()
 	gopts := opts.limits
@@ -76,26 +103,32 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.DisableIntrospection = !opts.introspection
 	gopts.Logger = log
 	gopts.Metrics = metrics
-	mux.Handle("/graphql", graph.NewHandler(reader, gopts))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	gopts.Live = watcher
+	hm := newHTTPMetrics(reg, db, opts.maxReaders)
+	compress := compressor()
+	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))))
+	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("GET /readyz", hm.count("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := reader.Position(ctx); err != nil {
 			http.Error(w, "the store cannot be read", http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if opts.introspection {
-		page := explorer.Handler(explorer.Options{})
-		mux.Handle("/", page)
-		mux.Handle(explorer.AssetPrefix, page)
+		_, _ = io.WriteString(w, "ok\n"+replicaReport(reader))
+	})))
+	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
+	pages := web.Options{Explorer: opts.introspection}
+	pagesHandler := compress(web.Handler(pages))
+	for _, p := range web.Paths(pages) {
+		mux.Handle(p, hm.count(p, pagesHandler))
 	}
 
+	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeConns()
 	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", opts.addr, err)
@@ -107,9 +140,13 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		WriteTimeout:      opts.timeout + 15*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// WebSocket connections outlive Shutdown (they are hijacked); this
+		// context, cancelled once it is done, closes them.
+		BaseContext: func(net.Listener) context.Context { return connCtx },
 	}
 	addr := ln.Addr().String()
-	fmt.Fprintf(opts.stdout, "flowsnap serving %s on http://%s/ (GraphQL at http://%s/graphql)\n", db, addr, addr)
+	// Through the logger, so that with --log-format json the output is JSON only.
+	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql")
 	if opts.debugAddr != "" {
 		stopDebug, err := serveDebug(ctx, opts.debugAddr, opts.stdout, log)
 		if err != nil {
@@ -128,9 +165,15 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Subscriptions end first, each with its complete message, so that
+	// Shutdown finds their streams finished rather than cutting them.
+	stopLive()
+	<-liveDone
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
+	err = srv.Shutdown(shutdown)
+	closeConns()
+	if err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -76,6 +76,42 @@ func startServe(t *testing.T, getenv func(string) string, args ...string) (strin
 	return "", nil
 }
 
+func TestCORSAndJSONLogs(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.SQLite)
+	if out, err := runCmd(t, noEnv, "migrate", "--db", dsn); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	addr, stop := startServe(t, noEnv, "--db", dsn, "--cors-origin", "http://127.0.0.2:9999", "--log-format", "json")
+	pre, _ := http.NewRequest(http.MethodOptions, "http://"+addr+"/graphql", nil)
+	pre.Header.Set("Origin", "http://127.0.0.2:9999")
+	pre.Header.Set("Access-Control-Request-Method", "POST")
+	pre.Header.Set("Access-Control-Request-Headers", "content-type")
+	res, err := http.DefaultClient.Do(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	h := res.Header
+	if res.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "http://127.0.0.2:9999" ||
+		!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") || !strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "content-type") ||
+		h.Get("Access-Control-Max-Age") != "600" || !strings.Contains(strings.Join(h.Values("Vary"), ","), "Origin") {
+		t.Fatalf("preflight = %d %v", res.StatusCode, h)
+	}
+	pre.Header.Set("Origin", "http://elsewhere.example")
+	res, err = http.DefaultClient.Do(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("an origin not allowed got %v", res.Header)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	res, err := http.Get(url)
@@ -169,5 +205,65 @@ func TestServeRefusesWhatIsNotAStore(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q\n%s", err, c.want, out)
 			}
 		})
+	}
+}
+
+func TestCommandLineRefusesWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	for want, args := range map[string][]string{
+		"text or json": {"flowsnap", "serve", "--db", "x.db", "--log-format", "xml"},
+		"no-such-flag": {"flowsnap", "serve", "--db", "x.db", "--no-such-flag"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, func(string) string { return "" }, &out)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: err = %v, want one that mentions %q", args, err, want)
+		}
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"flowsnap", "serve", "--db", "x.db"}, func(k string) string {
+		if k == "FLOWSNAP_LOG_FORMAT" {
+			return "xml"
+		}
+		return ""
+	}, &out)
+	if err == nil || !strings.Contains(err.Error(), "text or json") {
+		t.Errorf("FLOWSNAP_LOG_FORMAT=xml: err = %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"flowsnap", "--version"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "flowsnap version") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version printed %q", out.String())
+	}
+}
+
+func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string][]string{
+		"serve":   {"--db", "[$FLOWSNAP_DB]", "--cors-origin", "(default: 8)", "--max-tokens", "[$FLOWSNAP_MAX_TOKENS]"},
+		"migrate": {"--db", "[$FLOWSNAP_DB]"},
+		"seed":    {"--runs", "(default: 10000)", "[$FLOWSNAP_SEED]"},
+	} {
+		out, err := runCmd(t, noEnv, cmd, "--help")
+		if err != nil {
+			t.Fatalf("%s --help: %v", cmd, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s --help lacks %q:\n%s", cmd, w, out)
+			}
+		}
+		if strings.Contains(out, "--data") {
+			t.Errorf("%s --help lists the demo's --data:\n%s", cmd, out)
+		}
+		if cmd != "serve" && (strings.Contains(out, "GLOBAL OPTIONS") || strings.Contains(out, "--max-tokens")) {
+			t.Errorf("%s --help lists serve's limit flags as global:\n%s", cmd, out)
+		}
 	}
 }

@@ -24,7 +24,16 @@
 //	anchor   uvarint byte length, then that many bytes of UTF-8
 //	last     uvarint byte length, then that many bytes of UTF-8
 //
-// and nothing after it; code 0 is never a kind. A children cursor of a 32-character source with
+// and nothing after it; code 0 is never a kind. The payload of version 2 is
+// that of version 1 with the version byte 0x02 and one more field after last:
+//
+//	revision uvarint, 1..2^53-1: the store revision the page was read at
+//
+// A cursor carries the revision it was issued at so that a page after it is
+// never read at an older position (SPEC §9): a cursor without a revision
+// (Revision 0) is written as version 1, and a version 2 cursor with revision 0
+// is refused, so each cursor still has one spelling. Version 1 cursors stay
+// valid; they carry no minimum. A children cursor of a 32-character source with
 // 36-character run ids is 110 bytes, 147 characters (the same fields as a
 // JSON array would be 174). Binary rather than JSON mostly because a
 // length-prefixed layout leaves nothing to be lenient about: no whitespace,
@@ -66,8 +75,11 @@ const MaxLength = 32768
 // SafeInt, which a JavaScript client holds exactly.
 const MaxOrdinal = 1<<53 - 1
 
-// version1 is the first byte of a version 1 payload.
-const version1 = 0x01
+// version1 and version2 are the first bytes of version 1 and 2 payloads.
+const (
+	version1 = 0x01
+	version2 = 0x02
+)
 
 // encoding is the one encoding cursors are written and read with. Strict
 // refuses stray bits in the last character, which would otherwise give one
@@ -162,6 +174,10 @@ type Cursor struct {
 	// Last is the id of the page's last item, which orders items of equal
 	// Ordinal; empty for kinds whose ordinals are unique.
 	Last string
+	// Revision is the store revision the page was read at, 0..MaxOrdinal; 0
+	// for a version 1 cursor, which carries none. A read that continues
+	// after the cursor must read at this revision or a later one.
+	Revision int64
 }
 
 // Encode returns c as a cursor string. It does not fail: a Cursor that
@@ -174,21 +190,32 @@ func Encode(c Cursor) string {
 		code = s.code
 	}
 	b := make([]byte, 0, payloadLen(c))
-	b = append(b, version1, code)
+	version := byte(version1)
+	if c.Revision != 0 {
+		version = version2
+	}
+	b = append(b, version, code)
 	// A negative ordinal wraps to above MaxOrdinal, which Decode refuses.
 	b = binary.AppendUvarint(b, uint64(c.Ordinal))
 	for _, s := range [...]string{c.Source, c.Anchor, c.Last} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	if version == version2 {
+		// A negative revision wraps to above MaxOrdinal, which Decode refuses.
+		b = binary.AppendUvarint(b, uint64(c.Revision))
+	}
 	return encoding.EncodeToString(b)
 }
 
-// payloadLen is the length in bytes of c's version 1 payload.
+// payloadLen is the length in bytes of c's payload.
 func payloadLen(c Cursor) int {
 	n := 2 + uvarintLen(uint64(c.Ordinal))
 	for _, s := range [...]string{c.Source, c.Anchor, c.Last} {
 		n += uvarintLen(uint64(len(s))) + len(s)
+	}
+	if c.Revision != 0 {
+		n += uvarintLen(uint64(c.Revision))
 	}
 	return n
 }
@@ -214,6 +241,9 @@ func (c Cursor) Validate() error {
 	}
 	if c.Ordinal < 0 || c.Ordinal > MaxOrdinal {
 		return bad("cursor field ordinal is not a natural number below 2^53")
+	}
+	if c.Revision < 0 || c.Revision > MaxOrdinal {
+		return bad("cursor field revision is not a natural number below 2^53")
 	}
 	for _, f := range [...]struct{ name, value string }{
 		{"source", c.Source}, {"anchor", c.Anchor}, {"last", c.Last},
@@ -280,7 +310,9 @@ func Decode(s string) (Cursor, error) {
 	// len(s) >= 2 here, so the payload has at least one byte.
 	switch v := payload[0]; v {
 	case version1:
-		return decodeV1(payload[1:])
+		return decodeFields(payload[1:], false)
+	case version2:
+		return decodeFields(payload[1:], true)
 	default:
 		return Cursor{}, bad("cursor version %d is not supported", v)
 	}
@@ -311,8 +343,9 @@ func checkAlphabet(s string) error {
 	return nil
 }
 
-// decodeV1 decodes the payload of a version 1 cursor after its version byte.
-func decodeV1(p []byte) (Cursor, error) {
+// decodeFields decodes the payload of a version 1 cursor, or of a version 2
+// one when withRevision is set, after its version byte.
+func decodeFields(p []byte, withRevision bool) (Cursor, error) {
 	r := reader{p: p}
 	code, err := r.byte("kind")
 	if err != nil {
@@ -338,8 +371,23 @@ func decodeV1(p []byte) (Cursor, error) {
 			return Cursor{}, err
 		}
 	}
+	lastField := "last"
+	if withRevision {
+		lastField = "revision"
+		rev, err := r.uvarint("revision")
+		if err != nil {
+			return Cursor{}, err
+		}
+		switch {
+		case rev > MaxOrdinal:
+			return Cursor{}, bad("cursor field revision is not a natural number below 2^53")
+		case rev == 0:
+			return Cursor{}, bad("cursor version 2 with revision 0 is not minimally encoded (it is written as version 1)")
+		}
+		c.Revision = int64(rev)
+	}
 	if rest := len(r.p) - r.at; rest > 0 {
-		return Cursor{}, bad("cursor has trailing data (%s after field last)", countBytes(rest))
+		return Cursor{}, bad("cursor has trailing data (%s after field %s)", countBytes(rest), lastField)
 	}
 	if err := c.Validate(); err != nil {
 		return Cursor{}, err
@@ -459,6 +507,15 @@ func kindName(k Kind) string {
 		return string(k)
 	}
 	return quote(string(k))
+}
+
+// Kinds returns every kind this build knows, in code order.
+func Kinds() []Kind {
+	out := make([]Kind, len(kinds))
+	for i, s := range kinds {
+		out[i] = s.kind
+	}
+	return out
 }
 
 // maxIDUnits is the most UTF-16 code units an id may have (SPEC §1).

@@ -85,22 +85,28 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add("s", "a\xff", uint8(6), int64(1<<62), "")
 	f.Fuzz(func(t *testing.T, src, anchor string, kind uint8, ordinal int64, last string) {
 		c := cursor.Cursor{Source: src, Anchor: anchor, Kind: fuzzKinds[int(kind)%len(fuzzKinds)], Ordinal: ordinal, Last: last}
-		s := cursor.Encode(c)
-		got, err := cursor.Decode(s)
-		if verr := c.Validate(); verr != nil {
-			if err == nil {
-				t.Fatalf("Validate refuses %+v (%v), but Decode(Encode(c)) accepted it as %+v", c, verr, got)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("Decode(Encode(%+v)) failed: %v", c, err)
-		}
-		if got != c {
-			t.Fatalf("Decode(Encode(c)) = %+v, want %+v", got, c)
-		}
-		if err := got.Check(c.Source, c.Anchor, c.Kind); err != nil {
-			t.Fatalf("a decoded cursor does not belong to its own list: %v", err)
-		}
+		roundTrip(t, c)
 	})
+}
+
+// roundTrip holds Encode and Decode to FuzzRoundTrip's properties for c.
+func roundTrip(t *testing.T, c cursor.Cursor) {
+	t.Helper()
+	s := cursor.Encode(c)
+	got, err := cursor.Decode(s)
+	if verr := c.Validate(); verr != nil {
+		if err == nil {
+			t.Fatalf("Validate refuses %+v (%v), but Decode(Encode(c)) accepted it as %+v", c, verr, got)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Decode(Encode(%+v)) failed: %v", c, err)
+	}
+	if got != c {
+		t.Fatalf("Decode(Encode(c)) = %+v, want %+v", got, c)
+	}
+	if err := got.Check(c.Source, c.Anchor, c.Kind); err != nil {
+		t.Fatalf("a decoded cursor does not belong to its own list: %v", err)
+	}
 }

@@ -32,6 +32,11 @@ const (
 	Internal      Code = "INTERNAL"
 )
 
+// Stale: no copy of the store flowsnap may read has reached the revision a
+// request asked for (SPEC §9) within the time it may wait; the client may
+// retry. Details carries the revision that was available.
+const Stale Code = "STALE"
+
 // Error is an error with a code. Message is safe to show a client; Err, when
 // set, is the underlying cause, for logs only.
 type Error struct {
@@ -39,7 +44,10 @@ type Error struct {
 	Message string
 	// RunID names the run the error is about, when there is one.
 	RunID string
-	Err   error
+	// Details are further facts for the client, added to the error's
+	// extensions beside the code (for STALE, the revisions).
+	Details map[string]any
+	Err     error
 }
 
 func (e *Error) Error() string {

@@ -81,6 +81,9 @@ func presenter() graphql.ErrorPresenterFunc {
 			if fe.RunID != "" {
 				ge.Extensions["runId"] = fe.RunID
 			}
+			for k, v := range fe.Details {
+				ge.Extensions[k] = v
+			}
 			// The cause goes in the request's one (rate-limited) log line.
 			rec := recordOf(ctx)
 			rec.refuse(reasonOf(code), code, ge.Message)

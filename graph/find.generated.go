@@ -552,6 +552,14 @@ func (ec *executionContext) marshalNChange2ᚕgithubᚗcomᚋflowsnapᚋflowsnap
 	return ret
 }
 
+func (ec *executionContext) marshalNChangeFeed2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐChangeFeed(ctx context.Context, sel ast.SelectionSet, v *snapshot.ChangeFeed) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ChangeFeed!")
+		return graphql.Null
+	}
+	return ec._ChangeFeed(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNRunCount2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunCount(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunCount) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "RunCount!")

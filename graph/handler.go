@@ -19,6 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -65,8 +66,14 @@ type Options struct {
 	// Metrics, when set, counts operations.
 	Metrics *Metrics
 	// OnOperation, when set, is called after each operation with the read
-	// it used; for tests that count statements.
+	// it used (and after each subscription event); for tests that count
+	// statements.
 	OnOperation func(rd *snapshot.Read)
+	// Live, when set, serves subscriptions; without it they are refused.
+	Live *live.Watcher
+	// KeepAlive is how often an idle subscription is sent a keep-alive
+	// (a WebSocket ping message, an SSE comment).
+	KeepAlive time.Duration
 }
 
 // DefaultOptions are the limits used where Options leaves a zero.
@@ -87,6 +94,7 @@ var DefaultOptions = Options{
 	MaxVariablesBytes: 256 << 10,
 	MaxParsing:        max(1, runtime.GOMAXPROCS(0)/2),
 	MaxResponseBytes:  32 << 20,
+	KeepAlive:         15 * time.Second,
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +141,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = d.KeepAlive
+	}
 	return o
 }
 
@@ -148,6 +159,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	setComplexity(&cfg.Complexity)
 	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
+	addLiveTransports(srv, opts)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	queries := lru.New[*ast.QueryDocument](1000)
@@ -174,7 +186,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
-	return &endpoint{next: srv, opts: opts, slots: slots, limiter: newLogLimiter(10)}
+	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, slots: slots, limiter: newLogLimiter(10)})
 }
 
 // capErrors keeps the first max errors of resp and says how many more
@@ -197,9 +209,20 @@ func capErrors(resp *graphql.Response, max int) *graphql.Response {
 // one gqlgen hands back to the transport: a response handler that finds its
 // context done answers nothing at all, where a client needs a TIMEOUT error.
 func operation(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
+	if isSubscription(ctx) {
+		return subscription(ctx, next, reader, opts)
+	}
 	start := time.Now()
 	deadline := start.Add(opts.Timeout)
 	ctx, rd := reader.Begin(ctx)
+	min, minErr := minRevision(ctx)
+	if minErr != nil {
+		rd.End()
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
+			Message: fault.MessageOf(minErr), Extensions: map[string]any{"code": string(fault.CodeOf(minErr))},
+		}}})
+	}
+	rd.AtLeast(min)
 	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		rec := recordOf(ctx)
@@ -239,6 +262,9 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 					resp.Extensions = map[string]any{}
 				}
 				resp.Extensions["position"] = pos
+				if len(resp.Errors) == 0 {
+					recordOf(ctx).setETag(pos)
+				}
 			}
 		}
 		end(ctx, resp)

@@ -2544,14 +2544,6 @@ func (ec *executionContext) marshalNInboundEvent2ᚕᚖgithubᚗcomᚋflowsnap�
 	return ret
 }
 
-func (ec *executionContext) marshalNInboundEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.InboundEventPage) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "InboundEventConnection!")
-		return graphql.Null
-	}
-	return ec._InboundEventConnection(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNInboundEventEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventEdge(ctx context.Context, sel ast.SelectionSet, v snapshot.InboundEventEdge) graphql.Marshaler {
 	return ec._InboundEventEdge(ctx, sel, &v)
 }
@@ -2580,14 +2572,6 @@ func (ec *executionContext) marshalNRunEvent2ᚕᚖgithubᚗcomᚋflowsnapᚋflo
 	})
 
 	return ret
-}
-
-func (ec *executionContext) marshalNRunEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunEventPage) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "RunEventConnection!")
-		return graphql.Null
-	}
-	return ec._RunEventConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNRunEventEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventEdge(ctx context.Context, sel ast.SelectionSet, v snapshot.RunEventEdge) graphql.Marshaler {
@@ -2660,14 +2644,6 @@ func (ec *executionContext) marshalNStep2ᚕgithubᚗcomᚋflowsnapᚋflowsnap�
 	return ret
 }
 
-func (ec *executionContext) marshalNStepConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.StepPage) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "StepConnection!")
-		return graphql.Null
-	}
-	return ec._StepConnection(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNStepEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepEdge(ctx context.Context, sel ast.SelectionSet, v snapshot.StepEdge) graphql.Marshaler {
 	return ec._StepEdge(ctx, sel, &v)
 }
@@ -2722,6 +2698,13 @@ func (ec *executionContext) marshalOInboundEvent2ᚖgithubᚗcomᚋflowsnapᚋfl
 	return ec._InboundEvent(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOInboundEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.InboundEventPage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._InboundEventConnection(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐResultType(ctx context.Context, v any) (*snapshot.ResultType, error) {
 	if v == nil {
 		return nil, nil
@@ -2745,11 +2728,25 @@ func (ec *executionContext) marshalORunEvent2ᚖgithubᚗcomᚋflowsnapᚋflowsn
 	return ec._RunEvent(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalORunEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunEventPage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RunEventConnection(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOStep2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStep(ctx context.Context, sel ast.SelectionSet, v snapshot.Step) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._Step(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOStepConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.StepPage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._StepConnection(ctx, sel, v)
 }
 
 // endregion ***************************** type.gotpl *****************************

@@ -238,7 +238,9 @@ func newPageKey(anchor, lineage string, first *int, after *string) pageKey {
 			k.first = -1 // keep an explicit 0 distinct from the default, so it is refused
 		}
 	}
-	if after != nil {
+	// "" is no cursor: clients such as genqlient send it for an unset
+	// string variable, and it can never be a cursor this server issued.
+	if after != nil && *after != "" {
 		k.after, k.hasAfter = *after, true
 	}
 	return k

@@ -4,3 +4,9 @@ package graph
 
 type Query struct {
 }
+
+// Live updates, over GraphQL over WebSocket (the graphql-transport-ws
+// subprotocol) and over Server-Sent Events, on /graphql. Every event is read in
+// a snapshot of its own and carries its position in `extensions.position`.
+type Subscription struct {
+}

@@ -61,6 +61,8 @@ type root struct{}
 var batchFields = map[string]batchField{
 	"Query.run": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
 		func(_ []root, a *args) []string { return []string{a.id("id")} }),
+	"Query.node": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(_ []root, a *args) []string { return []string{a.id("id")} }),
 	"Query.runs": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
 		func(_ []root, a *args) []string {
 			keys, err := runsKeys(a.ids("ids"))

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/snapshot"
 )
 
 // record follows one HTTP request through the endpoint: the first reason it
@@ -30,6 +33,9 @@ type record struct {
 	name    string
 	// release, when set, gives back the document slot the request holds.
 	release func()
+	// digest and header, set for a GET query, let its answer carry an ETag.
+	digest string
+	header http.Header
 }
 
 type recordKey struct{}
@@ -149,6 +155,7 @@ func (l *logLimiter) allow(reason string) (bool, int) {
 // and without echoing it, and counts and logs every refusal once.
 type endpoint struct {
 	next    http.Handler
+	reader  *snapshot.Reader
 	opts    Options
 	slots   chan struct{}
 	limiter *logLimiter
@@ -178,6 +185,12 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rec.refuse(reason, code, msg)
 		writeError(sw, status, code, msg)
+	} else if r.Method == http.MethodGet && !streaming(r) {
+		digest := requestDigest(r)
+		if !e.notModified(ctx, sw, r, digest) {
+			rec.digest, rec.header = digest, sw.Header()
+			e.next.ServeHTTP(sw, r)
+		}
 	} else {
 		e.next.ServeHTTP(sw, r)
 	}
@@ -347,4 +360,10 @@ func (s *statusWriter) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// Hijack hands a WebSocket upgrade the connection underneath.
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	s.status, s.wrote = http.StatusSwitchingProtocols, true
+	return http.NewResponseController(s.ResponseWriter).Hijack()
 }

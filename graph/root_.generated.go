@@ -36,6 +36,7 @@ type ResolverRoot interface {
 	SleepStep() SleepStepResolver
 	StepConnection() StepConnectionResolver
 	StepEdge() StepEdgeResolver
+	Subscription() SubscriptionResolver
 	WaitStep() WaitStepResolver
 }
 
@@ -118,8 +119,10 @@ type ComplexityRoot struct {
 	}
 
 	PageInfo struct {
-		EndCursor   func(childComplexity int) int
-		HasNextPage func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
+		HasNextPage     func(childComplexity int) int
+		HasPreviousPage func(childComplexity int) int
+		StartCursor     func(childComplexity int) int
 	}
 
 	Position struct {
@@ -131,6 +134,7 @@ type ComplexityRoot struct {
 		Changes   func(childComplexity int, since int64, source *string, first *int) int
 		CountRuns func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
 		ListRuns  func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
+		Node      func(childComplexity int, id string) int
 		Position  func(childComplexity int) int
 		Run       func(childComplexity int, id string) int
 		Runs      func(childComplexity int, ids []string) int
@@ -232,6 +236,12 @@ type ComplexityRoot struct {
 	StepEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	Subscription struct {
+		Changes  func(childComplexity int, since int64, source *string) int
+		Position func(childComplexity int) int
+		Run      func(childComplexity int, id string) int
 	}
 
 	WaitStep struct {
@@ -539,6 +549,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+	case "PageInfo.hasPreviousPage":
+		if e.ComplexityRoot.PageInfo.HasPreviousPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.HasPreviousPage(childComplexity), true
+	case "PageInfo.startCursor":
+		if e.ComplexityRoot.PageInfo.StartCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
 	case "Position.revision":
 		if e.ComplexityRoot.Position.Revision == nil {
@@ -587,6 +609,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ListRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["order"].(*snapshot.RunOrder), args["first"].(*int), args["after"].(*string)), true
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
 	case "Query.position":
 		if e.ComplexityRoot.Query.Position == nil {
 			break
@@ -1047,6 +1080,35 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StepEdge.Node(childComplexity), true
 
+	case "Subscription.changes":
+		if e.ComplexityRoot.Subscription.Changes == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_changes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Changes(childComplexity, args["since"].(int64), args["source"].(*string)), true
+	case "Subscription.position":
+		if e.ComplexityRoot.Subscription.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.Position(childComplexity), true
+	case "Subscription.run":
+		if e.ComplexityRoot.Subscription.Run == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_run_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Run(childComplexity, args["id"].(string)), true
+
 	case "WaitStep.claimedEvent":
 		if e.ComplexityRoot.WaitStep.ClaimedEvent == nil {
 			break
@@ -1184,6 +1246,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 			return &response
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1209,7 +1288,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls"
+//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls" "subscription.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1224,6 +1303,7 @@ var sources = []*ast.Source{
 	{Name: "find.graphqls", Input: sourceData("find.graphqls"), BuiltIn: false},
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
+	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -1371,6 +1451,10 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	switch field.Name {
 	case "hasNextPage":
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+	case "hasPreviousPage":
+		return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+	case "startCursor":
+		return ec.fieldContext_PageInfo_startCursor(ctx, field)
 	case "endCursor":
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}

@@ -24,6 +24,7 @@ type QueryResolver interface {
 	Position(ctx context.Context) (*snapshot.Position, error)
 	Run(ctx context.Context, id string) (snapshot.Snapshot, error)
 	Runs(ctx context.Context, ids []string) ([]snapshot.Snapshot, error)
+	Node(ctx context.Context, id string) (snapshot.Snapshot, error)
 	Changes(ctx context.Context, since int64, source *string, first *int) (*snapshot.ChangeFeed, error)
 	ListRuns(ctx context.Context, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) (*snapshot.Page, error)
 	CountRuns(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) (*snapshot.RunCount, error)
@@ -150,6 +151,20 @@ func (ec *executionContext) field_Query_listRuns_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -621,6 +636,52 @@ func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context,
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *snapshot.PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasPreviousPage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *snapshot.PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_startCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
+}
+
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *snapshot.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -804,6 +865,50 @@ func (ec *executionContext) fieldContext_Query_runs(ctx context.Context, field g
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_runs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Snapshot) graphql.Marshaler {
+			return ec.marshalONode2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐSnapshot(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -1504,10 +1609,10 @@ func (ec *executionContext) _Run_children(ctx context.Context, field graphql.Col
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.Page) graphql.Marshaler {
-			return ec.marshalNRunConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐPage(ctx, selections, v)
+			return ec.marshalORunConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐPage(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Run_children(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -1571,10 +1676,10 @@ func (ec *executionContext) _Run_rounds(ctx context.Context, field graphql.Colle
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.Page) graphql.Marshaler {
-			return ec.marshalNRunConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐPage(ctx, selections, v)
+			return ec.marshalORunConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐPage(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Run_rounds(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -1638,10 +1743,10 @@ func (ec *executionContext) _Run_steps(ctx context.Context, field graphql.Collec
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.StepPage) graphql.Marshaler {
-			return ec.marshalNStepConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepPage(ctx, selections, v)
+			return ec.marshalOStepConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepPage(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Run_steps(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -1760,10 +1865,10 @@ func (ec *executionContext) _Run_inboundEvents(ctx context.Context, field graphq
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.InboundEventPage) graphql.Marshaler {
-			return ec.marshalNInboundEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventPage(ctx, selections, v)
+			return ec.marshalOInboundEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventPage(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Run_inboundEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -1827,10 +1932,10 @@ func (ec *executionContext) _Run_events(ctx context.Context, field graphql.Colle
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.RunEventPage) graphql.Marshaler {
-			return ec.marshalNRunEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventPage(ctx, selections, v)
+			return ec.marshalORunEventConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventPage(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Run_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -2160,6 +2265,29 @@ func (ec *executionContext) fieldContext_Waiting_request(_ context.Context, fiel
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj snapshot.Snapshot) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case *snapshot.Run:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Run(ctx, sel, obj)
+	case *snapshot.Missing:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._MissingRun(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 func (ec *executionContext) _Snapshot(ctx context.Context, sel ast.SelectionSet, obj snapshot.Snapshot) graphql.Marshaler {
 	switch obj := (obj).(type) {
 	case nil:
@@ -2301,7 +2429,7 @@ func (ec *executionContext) _Claim(ctx context.Context, sel ast.SelectionSet, ob
 	return out
 }
 
-var missingRunImplementors = []string{"MissingRun", "Snapshot"}
+var missingRunImplementors = []string{"MissingRun", "Snapshot", "Node"}
 
 func (ec *executionContext) _MissingRun(ctx context.Context, sel ast.SelectionSet, obj *snapshot.Missing) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, missingRunImplementors)
@@ -2403,6 +2531,16 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "hasPreviousPage":
+			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startCursor":
+			out.Values[i] = ec._PageInfo_startCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "endCursor":
 			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -2500,6 +2638,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_runs(ctx, field)
 				})
+		case "node":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_node(ctx, field)
+				})
 		case "changes":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, false,
@@ -2549,7 +2693,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
-var runImplementors = []string{"Run", "Snapshot"}
+var runImplementors = []string{"Run", "Snapshot", "Node"}
 
 func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj *snapshot.Run) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, runImplementors)
@@ -2653,19 +2797,19 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 		case "children":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
+				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_children(ctx, field, obj)
 				})
 		case "rounds":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
+				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_rounds(ctx, field, obj)
 				})
 		case "steps":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
+				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_steps(ctx, field, obj)
 				})
@@ -2677,13 +2821,13 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				})
 		case "inboundEvents":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
+				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_inboundEvents(ctx, field, obj)
 				})
 		case "events":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
+				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_events(ctx, field, obj)
 				})
@@ -2901,14 +3045,6 @@ func (ec *executionContext) marshalNPosition2ᚖgithubᚗcomᚋflowsnapᚋflowsn
 	return ec._Position(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNRunConnection2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐPage(ctx context.Context, sel ast.SelectionSet, v *snapshot.Page) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "RunConnection!")
-		return graphql.Null
-	}
-	return ec._RunConnection(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNRunEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐEdge(ctx context.Context, sel ast.SelectionSet, v snapshot.Edge) graphql.Marshaler {
 	return ec._RunEdge(ctx, sel, &v)
 }
@@ -3035,6 +3171,13 @@ func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx contex
 	_ = ctx
 	res := scalar.MarshalJSON(v)
 	return res
+}
+
+func (ec *executionContext) marshalONode2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐSnapshot(ctx context.Context, sel ast.SelectionSet, v snapshot.Snapshot) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOOwner2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐOwner(ctx context.Context, sel ast.SelectionSet, v *snapshot.Owner) graphql.Marshaler {

@@ -45,6 +45,12 @@ func (r *queryResolver) Runs(ctx context.Context, ids []string) ([]snapshot.Snap
 	return got, nil
 }
 
+// Node is the resolver for the node field.
+func (r *queryResolver) Node(ctx context.Context, id string) (snapshot.Snapshot, error) {
+	// A run id is the only global id: node(id:) is run(id:) under Relay's name.
+	return r.Run(ctx, id)
+}
+
 // Parent is the batch resolver for the parent field.
 func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Snapshot, error) {
 	keys, at := parentKeys(objs)

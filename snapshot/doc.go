@@ -13,6 +13,8 @@
 // Errors are *fault.Error values: BAD_USER_INPUT for ids and page sizes,
 // BAD_CURSOR for cursors, DECODE_FAILED for rows that break the store's
 // invariants (per element, naming the run), PERSISTENCE_FAILED when the
-// database fails, TIMEOUT when the context ends. None of them carries SQL,
+// database fails, TIMEOUT when the context ends, STALE and SOURCE_CHANGED
+// when a read cannot be at the minimum revision it was given (Read.AtLeast;
+// see UseReplicas for where reads go). None of them carries SQL,
 // paths or a waiting token.
 package snapshot

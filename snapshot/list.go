@@ -294,6 +294,9 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 				return err
 			}
 			c, err := cursor.DecodeFor(*req.After, pos.Source, anchor, cursor.List)
+			if err == nil {
+				err = notBefore(c, pos)
+			}
 			if err != nil {
 				return err
 			}
@@ -324,7 +327,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 			return persistence(err, "listing runs")
 		}
 		snap, err := raw.decode(q.pos())
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id})
+		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
 		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
 	}
 	if err := rows.Err(); err != nil {

@@ -36,9 +36,16 @@ type Page struct {
 	PageInfo PageInfo
 }
 
-// PageInfo says whether a page has a successor and where it ends.
+// PageInfo says whether a page has a successor and where it starts and
+// ends, with Relay's field names.
 type PageInfo struct {
 	HasNextPage bool
+	// HasPreviousPage is always false: pages are read forward only (first
+	// and after), where Relay's connection spec lets a server answer false
+	// rather than read what lies before the cursor.
+	HasPreviousPage bool
+	// StartCursor is the cursor of the page's first edge; nil for an empty page.
+	StartCursor *string
 	// EndCursor is the cursor of the page's last edge; nil for an empty page.
 	EndCursor *string
 }
@@ -173,6 +180,9 @@ func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageR
 		w := pageWant{req: i, key: key(req), size: size, after: cursor.Cursor{Ordinal: -1}}
 		if err == nil && req.After != nil {
 			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, kind)
+			if err == nil {
+				err = notBefore(w.after, q.pos())
+			}
 		}
 		if err != nil {
 			errs[i] = err
@@ -244,6 +254,7 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 			var wi int64
 			var ord, id any
 			scan := append([]any{&wi, &ord, &id}, dest...)
+			starts := make([]string, len(wants))
 			ends := make([]string, len(wants))
 			err := q.each(stmt, args, scan, "reading "+string(l.kind), func() error {
 				if wi < 0 || int(wi) >= len(wants) {
@@ -260,7 +271,10 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 				// continued from.
 				o, _ := toInt(ord)
 				s, _ := toText(id)
-				c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s})
+				c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
+				if starts[wi] == "" {
+					starts[wi] = c
+				}
 				ends[wi] = c
 				edges[w.req] = append(edges[w.req], edge(q.pos(), c, o))
 				return nil
@@ -270,7 +284,8 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 			}
 			for i, w := range wants {
 				if ends[i] != "" {
-					end := ends[i]
+					start, end := starts[i], ends[i]
+					infos[w.req].StartCursor = &start
 					infos[w.req].EndCursor = &end
 				}
 			}

@@ -13,6 +13,8 @@ import (
 type Reader struct {
 	db   *store.DB
 	gate *walGate
+	// replicas, when set, are where reads go (see UseReplicas).
+	replicas *replicaSet
 	// OnRead, when set, is called after each read transaction ends with how
 	// long it was open; for metrics.
 	OnRead func(open time.Duration, err error)
@@ -51,6 +53,8 @@ type Read struct {
 	err        error
 	ended      bool
 	statements int
+	// min is the least revision the read may be at (see AtLeast).
+	min int64
 }
 
 // Begin returns a context whose reads all happen in one transaction, and
@@ -152,21 +156,7 @@ func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows
 		}
 		rd.release = release
 	}
-	var src string
-	var rev int64
-	var tx store.Tx
-	var rows store.Rows
-	var err error
-	if first == "" {
-		tx, err = rd.r.db.BeginRead(ctx)
-		if err == nil {
-			if err = tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
-				_ = tx.Rollback(context.WithoutCancel(ctx))
-			}
-		}
-	} else {
-		tx, rows, err = rd.r.db.BeginReadWith(ctx, selectPosition, []any{&src, &rev}, first, args...)
-	}
+	tx, pos, rows, err := rd.r.beginWith(ctx, rd.min, first, args)
 	if err != nil {
 		if rd.release != nil {
 			rd.release()
@@ -180,25 +170,91 @@ func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows
 		}
 		return nil, persistence(err, "reading the position")
 	}
-	rd.tx, rd.opened = tx, time.Now()
+	rd.tx, rd.opened, rd.pos = tx, time.Now(), pos
 	rd.statements++
 	if first != "" {
 		rd.statements++
 	}
-	err = nil
-	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
-		err = fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
-	} else {
-		err = rd.r.sameSource(src)
-	}
-	if err != nil {
+	if err := rd.r.sameSource(pos.Source); err != nil {
 		if rows != nil {
 			rows.Close()
 		}
 		return nil, err
 	}
-	rd.pos = Position{Source: src, Revision: rev}
 	return rows, nil
+}
+
+// beginWith opens a read at a position at or after min and, when first is
+// set, runs that statement in it. Without replicas the primary is read with
+// BEGIN, the position and first pipelined in one round trip (see
+// store.DB.BeginReadWith); with replicas the one chosen is opened first and
+// first runs after.
+func (r *Reader) beginWith(ctx context.Context, min int64, first string, args []any) (store.Tx, Position, store.Rows, error) {
+	if first != "" && r.replicas == nil {
+		var src string
+		var rev int64
+		tx, rows, err := r.db.BeginReadWith(ctx, selectPosition, []any{&src, &rev}, first, args...)
+		if err != nil {
+			return nil, Position{}, nil, err
+		}
+		pos, err := checkPosition(src, rev)
+		if err == nil && pos.Revision < min {
+			err = beyondStore(min, pos.Revision)
+		}
+		if err != nil {
+			rows.Close()
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, Position{}, nil, err
+		}
+		return tx, pos, rows, nil
+	}
+	tx, pos, err := r.begin(ctx, min)
+	if err != nil || first == "" {
+		return tx, pos, nil, err
+	}
+	rows, err := tx.Query(ctx, first, args...)
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, Position{}, nil, err
+	}
+	return tx, pos, rows, nil
+}
+
+// readPosition begins a read transaction on db and reads its position, the
+// first statement of every read. On failure nothing is left open.
+func readPosition(ctx context.Context, db *store.DB) (store.Tx, Position, error) {
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		return nil, Position{}, err
+	}
+	pos, err := scanPosition(ctx, tx)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+		return nil, Position{}, err
+	}
+	return tx, pos, nil
+}
+
+func scanPosition(ctx context.Context, tx store.Tx) (Position, error) {
+	var src string
+	var rev int64
+	if err := tx.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
+		if err == store.ErrNoRows {
+			return Position{}, fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
+		}
+		return Position{}, persistence(err, "reading the position")
+	}
+	return checkPosition(src, rev)
+}
+
+// checkPosition decodes the position row.
+func checkPosition(src string, rev int64) (Position, error) {
+	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
+		return Position{}, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
+	}
+	return Position{Source: src, Revision: rev}, nil
 }
 
 // sameSource refuses a position from another store than the first one this

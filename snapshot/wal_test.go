@@ -1,16 +1,22 @@
 package snapshot_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 )
@@ -31,14 +37,21 @@ const walBound = 64 << 20
 func TestTheWALStaysBoundedUnderContinuousReads(t *testing.T) {
 	t.Parallel()
 	duration := testSeconds(t, "FLOWSNAP_WAL_TEST_SECONDS", 60)
-	for _, gated := range []bool{false, true} {
+	for _, v := range []struct {
+		gated       bool
+		subscribers int
+	}{{false, 0}, {true, 0}, {true, 100}} {
+		gated := v.gated
 		name := "without the gate the WAL grows"
 		if gated {
 			name = "with the gate the WAL stays bounded"
 		}
+		if v.subscribers > 0 {
+			name += fmt.Sprintf(" with %d live subscribers", v.subscribers)
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			res := walUnderLoad(t, duration, gated)
+			res := walUnderLoad(t, duration, gated, v.subscribers)
 			t.Logf("gate %v: WAL %.1f MiB after seeding, peak %.1f MiB over %v; %d reads, %d writes of large states beside the engine, %d drains by the gate",
 				gated, float64(res.seeded)/(1<<20), float64(res.peak)/(1<<20), duration, res.reads, res.writes, res.drains)
 			if gated && res.peak >= walBound {
@@ -58,7 +71,7 @@ type walResult struct {
 	reads, writes, drains int64
 }
 
-func walUnderLoad(t *testing.T, duration time.Duration, gated bool) walResult {
+func walUnderLoad(t *testing.T, duration time.Duration, gated bool, subscribers int) walResult {
 	f := newFixture(t, store.SQLite)
 	if !gated {
 		snapshot.WithoutWALGate(f.r)
@@ -162,6 +175,13 @@ func walUnderLoad(t *testing.T, duration time.Duration, gated bool) walResult {
 		}()
 	}
 
+	// Live subscribers over SSE, half on position, half on a run each,
+	// each event read in a snapshot of its own through the same Reader.
+	if subscribers > 0 {
+		events := liveSubscribers(t, runCtx, &wg, f.r, ids, subscribers)
+		defer func() { t.Logf("%d live subscribers received %d events", subscribers, events.Load()) }()
+	}
+
 	// Sample the WAL's size.
 	wg.Add(1)
 	go func() {
@@ -188,4 +208,50 @@ func walUnderLoad(t *testing.T, duration time.Duration, gated bool) walResult {
 	}
 	res.reads, res.writes, res.drains = reads.Load(), writes.Load(), int64(drains)
 	return res
+}
+
+// liveSubscribers serves r with a watcher and holds n SSE subscriptions on
+// it until ctx ends, counting the events they receive.
+func liveSubscribers(t *testing.T, ctx context.Context, wg *sync.WaitGroup, r *snapshot.Reader, ids []string, n int) *atomic.Int64 {
+	watcher := live.New(r, live.Options{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = watcher.Run(ctx)
+	}()
+	<-watcher.Ready()
+	srv := httptest.NewServer(graph.NewHandler(r, graph.Options{Live: watcher}))
+	t.Cleanup(srv.Close)
+	var events atomic.Int64
+	for i := range n {
+		query := `{"query":"subscription { position { revision } }"}`
+		if i%2 == 1 {
+			query = fmt.Sprintf(`{"query":"subscription { run(id: \"%s\") { __typename ... on Run { status } } }"}`, ids[i%len(ids)])
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/graphql", strings.NewReader(query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "data: ") {
+					if strings.Contains(sc.Text(), `"errors"`) {
+						t.Errorf("a subscriber got an error: %s", sc.Text())
+					}
+					events.Add(1)
+				}
+			}
+		}()
+	}
+	return &events
 }

@@ -52,6 +52,13 @@ type Options struct {
 	// BusyTimeout is how long a SQLite write waits for a lock (0 means
 	// 5s). Reads wait as long as their context allows.
 	BusyTimeout time.Duration
+	// PGExecMode is how pgx runs statements on PostgreSQL (see ExecModes);
+	// empty means the DSN's default_query_exec_mode, else pgx's default,
+	// which prepares each statement once per connection.
+	PGExecMode string
+	// Lazy skips the check that a PostgreSQL database answers: a replica
+	// that is down when flowsnap starts is then read once it comes up.
+	Lazy bool
 }
 
 // DB is an open engine store. It is safe for concurrent use.
@@ -111,13 +118,19 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	// and their best plans do not depend on their parameters (index seeks
 	// by key). PostgreSQL would otherwise plan many of them afresh on every
 	// execution, which costs more than running them.
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+	if err := setExecMode(cfg, opts.PGExecMode); err != nil {
+		return nil, err
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && preparesOnce(cfg) {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	where := fmt.Sprintf("PostgreSQL database %q on %s:%d", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", where, redactPG(err))
+	}
+	if opts.Lazy {
+		return &DB{dialect: Postgres, pool: pool, where: where}, nil
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -232,6 +245,18 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 // SQLitePath returns the path of the SQLite database file, or "" on
 // PostgreSQL.
 func (db *DB) SQLitePath() string { return db.path }
+
+// ReadersInUse reports how many of the store's connections are lent out
+// now; on a read-only store, how many read transactions are open.
+func (db *DB) ReadersInUse() int {
+	if db.pool != nil {
+		return int(db.pool.Stat().AcquiredConns())
+	}
+	if db.reader != nil {
+		return db.reader.Stats().InUse
+	}
+	return 0
+}
 
 // Dialect reports which database the store is.
 func (db *DB) Dialect() Dialect { return db.dialect }

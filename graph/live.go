@@ -1,0 +1,259 @@
+package graph
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/live"
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+// A subscription is served by two goroutines that meet once per event. The
+// transport calls the operation's response handler for each event; the
+// handler lends the resolver's stream an event context that carries a read
+// of its own, not yet opened (a slot), and waits. The stream waits for the
+// watcher to report a change it serves, then reads the event's root value
+// in that context and hands it over; gqlgen resolves the rest of the
+// selection in the same context, so the whole event is one snapshot, and
+// the handler ends the read as soon as the event is made. Between events no
+// read is open. A slow consumer takes its next slot late, and by then the
+// watcher's notifications have coalesced: it gets the latest state, and
+// nothing queues.
+
+type streamKey struct{}
+
+// stream is what a subscription's handler and its resolver share.
+type stream struct {
+	sub   *live.Sub
+	slots chan context.Context
+	// err is the error of the event being handed over, set before the
+	// value is sent: the stream runs outside the response's context, so
+	// the handler adds it to the response.
+	err error
+}
+
+// subscription serves one subscription operation: it takes a place from
+// the watcher (or refuses), logs its start and end, and reads each event in
+// a snapshot of its own.
+func subscription(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
+	if opts.Live == nil {
+		return refuseSubscription(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
+	}
+	sub, err := opts.Live.Subscribe()
+	if err != nil {
+		return refuseSubscription(err)
+	}
+	st := &stream{sub: sub, slots: make(chan context.Context, 1)}
+	present := presenter()
+	ctx = context.WithValue(ctx, streamKey{}, st)
+	name, field := operationName(ctx)
+	start := time.Now()
+	var events atomic.Int64
+	opts.Logger.LogAttrs(ctx, slog.LevelInfo, "subscription start", slog.String("operation", name),
+		slog.String("field", field), slog.Int("open", opts.Live.Open()))
+	var once sync.Once
+	end := func(why string) {
+		once.Do(func() {
+			sub.Close()
+			opts.Logger.LogAttrs(ctx, slog.LevelInfo, "subscription end", slog.String("operation", name),
+				slog.String("field", field), slog.String("reason", why), slog.Int64("events", events.Load()),
+				slog.Duration("duration", time.Since(start)))
+		})
+	}
+	stopWatch := context.AfterFunc(ctx, func() { end("client gone") })
+	rh := next(ctx)
+	return func(ctx context.Context) *graphql.Response {
+		ectx, rd := reader.Begin(ctx)
+		defer rd.End()
+		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader))
+		select {
+		case st.slots <- ectx:
+		default:
+		}
+		resp := rh(ectx)
+		rd.End()
+		if resp == nil {
+			stopWatch()
+			why := "complete"
+			select {
+			case <-sub.Done():
+				why = "server shutting down"
+			default:
+				if ctx.Err() != nil {
+					why = "client gone"
+				}
+			}
+			end(why)
+			return nil
+		}
+		if st.err != nil {
+			ge := present(ctx, st.err)
+			ge.Path = ast.Path{ast.PathName(field)}
+			resp.Errors = append(gqlerror.List{ge}, resp.Errors...)
+			st.err = nil
+		}
+		if pos, ok := rd.Position(); ok {
+			if resp.Extensions == nil {
+				resp.Extensions = map[string]any{}
+			}
+			resp.Extensions["position"] = pos
+		}
+		events.Add(1)
+		sub.Sent()
+		if opts.OnOperation != nil {
+			opts.OnOperation(rd)
+		}
+		return resp
+	}
+}
+
+// refuseSubscription answers a subscription with err and nothing else.
+func refuseSubscription(err error) graphql.ResponseHandler {
+	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
+		Message:    fault.MessageOf(err),
+		Extensions: map[string]any{"code": string(fault.CodeOf(err))},
+	}}})
+}
+
+func operationName(ctx context.Context) (name, field string) {
+	oc := graphql.GetOperationContext(ctx)
+	if oc == nil || oc.Operation == nil {
+		return "", ""
+	}
+	name = oc.OperationName
+	if name == "" {
+		name = oc.Operation.Name
+	}
+	for _, sel := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{"Subscription"}) {
+		return name, sel.Name
+	}
+	return name, ""
+}
+
+// watch runs a subscription's stream: it reads the first event at once,
+// then one whenever the watcher reports a change newer than the last event
+// (by the revision read returns), until the client goes, the server shuts
+// down or, after an error event, the subscription ends. read reads the
+// event's value in the context it is given and says its revision.
+//
+// A read that says again is followed at once by the next, without waiting
+// for a change (the change feed reads a burst in batches); a read that
+// fails with a code in final ends the subscription after its error event.
+func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx context.Context) (v T, revision int64, again bool, err error), final ...fault.Code) (<-chan T, error) {
+	st, ok := ctx.Value(streamKey{}).(*stream)
+	if !ok {
+		return nil, fault.Errorf(fault.Internal, "a subscription without a stream")
+	}
+	setup(st.sub)
+	out := make(chan T)
+	go func() {
+		defer close(out)
+		last, now := int64(0), true
+		for {
+			var ectx context.Context
+			select {
+			case ectx = <-st.slots:
+			case <-ctx.Done():
+				return
+			case <-st.sub.Done():
+				return
+			}
+			if !now {
+				// Wait for a change newer than what was sent.
+				for {
+					select {
+					case <-st.sub.Changed():
+					case <-ctx.Done():
+						return
+					case <-st.sub.Done():
+						return
+					}
+					rev, reset := st.sub.Take()
+					if reset || rev > last {
+						break
+					}
+				}
+			}
+			v, rev, again, err := read(ectx)
+			st.err = err
+			now = again && err == nil
+			if err == nil {
+				last = rev
+			}
+			select {
+			case out <- v:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil && slices.Contains(final, fault.CodeOf(err)) {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// revisionOf is the revision of the change a snapshot shows: a run's
+// revision, a deletion's, or 0 for an id that never existed.
+func revisionOf(snap snapshot.Snapshot) int64 {
+	switch s := snap.(type) {
+	case *snapshot.Run:
+		return s.Revision
+	case *snapshot.Missing:
+		if s.DeletedAtRevision != nil {
+			return *s.DeletedAtRevision
+		}
+	}
+	return 0
+}
+
+func isSubscription(ctx context.Context) bool {
+	oc := graphql.GetOperationContext(ctx)
+	return oc != nil && oc.Operation != nil && oc.Operation.Operation == ast.Subscription
+}
+
+// addLiveTransports adds the subscription transports. They come before GET
+// and POST, which would otherwise take their requests: a WebSocket upgrade
+// is a GET, and an SSE request a POST of JSON that accepts
+// text/event-stream.
+func addLiveTransports(srv *handler.Server, opts Options) {
+	srv.AddTransport(transport.Websocket{
+		// graphql-transport-ws keeps alive with ping messages, which the
+		// client answers with pong: a client that stops answering is gone.
+		PingPongInterval: opts.KeepAlive,
+		// The older graphql-ws subprotocol has keep-alive messages.
+		KeepAlivePingInterval: opts.KeepAlive,
+		InitTimeout:           30 * time.Second,
+	})
+	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
+}
+
+// liftDeadlines lifts the server's read and write deadlines from
+// subscription requests (WebSocket upgrades, SSE): they are meant to bound
+// a request, and a stream lives as long as its client wants.
+func liftDeadlines(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if streaming(r) {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Time{})
+			_ = rc.SetWriteDeadline(time.Time{})
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// changesBatch is the most changes one event of Subscription.changes
+// carries; a larger burst comes as several events, one after the other.
+var changesBatch = snapshot.MaxChangesSize

@@ -1,0 +1,89 @@
+package live_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/live"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
+)
+
+// TestASlowSubscriberGetsTheLatestRevision lets the engine commit many
+// times while a subscriber takes nothing: it holds one notification, not a
+// queue, and Take says the latest revision; the merged ones are counted.
+func TestASlowSubscriberGetsTheLatestRevision(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		db := storetest.Open(t, d)
+		w := engine.NewWriter(db, nil)
+		ctx := context.Background()
+		if err := w.CreateRun(ctx, engine.NewRun{ID: "r1", FlowName: "slow"}); err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		watcher := live.New(snapshot.NewReader(db), live.Options{Interval: 5 * time.Millisecond, Metrics: live.NewMetrics(reg)})
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go watcher.Run(wctx)
+		<-watcher.Ready()
+		sub, err := watcher.Subscribe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		sub.WatchRun("r1")
+		for i := range 20 {
+			err := db.Write(ctx, func(tx store.Tx) error {
+				_, err := tx.Exec(ctx, `UPDATE flows_runs SET state_json = $2 WHERE run_id = $1`, "r1", fmt.Sprintf(`{"flowName":"slow","n":%d}`, i))
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		var want int64
+		tx, err := db.BeginRead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT revision FROM flows_run_changes WHERE run_id = 'r1'`).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback(ctx)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if len(sub.Changed()) > 1 {
+				t.Fatalf("%d notifications queued", len(sub.Changed()))
+			}
+			<-sub.Changed()
+			if rev, _ := sub.Take(); rev >= want {
+				if rev != want {
+					t.Fatalf("told of revision %d, r1 is at %d", rev, want)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("never told of r1's latest revision")
+			}
+		}
+		mfs, _ := reg.Gather()
+		var coalesced float64
+		for _, mf := range mfs {
+			if mf.GetName() == "flowsnap_live_events_coalesced_total" {
+				coalesced = mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		if coalesced == 0 {
+			t.Fatal("no notification was coalesced while the subscriber took nothing")
+		}
+	})
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/urfave/cli/v3"
+
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// replicaOptions are serve's flags of SPEC §9: where reads go, and how
+// long a read waits for a replica that lags.
+type replicaOptions struct {
+	dsns             []string
+	staleWait        time.Duration
+	staleFromPrimary bool
+	checkInterval    time.Duration
+	pgExecMode       string
+}
+
+func replicaFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "replica", Usage: "a PostgreSQL hot standby of --db to read from (repeatable; in the environment, comma-separated)", Sources: twin("FLOWSNAP_REPLICA")},
+		&cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for", Sources: twin("FLOWSNAP_STALE_WAIT")},
+		&cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead", Sources: twin("FLOWSNAP_STALE_FROM_PRIMARY")},
+		&cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked", Sources: twin("FLOWSNAP_REPLICA_CHECK_INTERVAL")},
+		&cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)", Sources: twin("FLOWSNAP_PG_EXEC_MODE")},
+	}
+}
+
+func replicaConfig(cmd *cli.Command) replicaOptions {
+	var dsns []string
+	for _, v := range cmd.StringSlice("replica") {
+		if v = strings.TrimSpace(v); v != "" {
+			dsns = append(dsns, v)
+		}
+	}
+	return replicaOptions{
+		dsns:             dsns,
+		staleWait:        cmd.Duration("stale-wait"),
+		staleFromPrimary: cmd.Bool("stale-from-primary"),
+		checkInterval:    cmd.Duration("replica-check-interval"),
+		pgExecMode:       cmd.String("pg-exec-mode"),
+	}
+}
+
+// openReplicas opens the replicas read-only, without waiting for them to
+// answer (one that is down is read once it is up), and makes reader read
+// from them. The caller closes what it returns and runs
+// reader.WatchReplicas.
+func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOptions) ([]*store.DB, error) {
+	ro := opts.replica
+	if len(ro.dsns) == 0 {
+		return nil, nil
+	}
+	if !reader.DB().HasStandbys() {
+		return nil, fmt.Errorf("--replica needs a PostgreSQL --db; %s has no replicas", reader.DB())
+	}
+	var dbs []*store.DB
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
+	for i, dsn := range ro.dsns {
+		if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+			closeAll()
+			return nil, fmt.Errorf("--replica %d is not a postgres:// URL", i+1)
+		}
+		db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: ro.pgExecMode, Lazy: true})
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("replica %d: %w", i+1, err)
+		}
+		dbs = append(dbs, db)
+	}
+	err := reader.UseReplicas(ctx, dbs, snapshot.ReplicaOptions{
+		StaleWait: ro.staleWait, StaleFromPrimary: ro.staleFromPrimary, CheckInterval: ro.checkInterval,
+	})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return dbs, nil
+}
+
+func closeReplicas(dbs []*store.DB) {
+	for _, db := range dbs {
+		db.Close()
+	}
+}
+
+// replicaReport is /readyz's line per replica: health, revision and lag.
+func replicaReport(reader *snapshot.Reader) string {
+	var b strings.Builder
+	for i, st := range reader.Replicas() {
+		if st.Healthy {
+			fmt.Fprintf(&b, "replica %d (%s): healthy, revision %d, lag %d revisions\n", i+1, st.Name, st.Revision, st.Lag)
+		} else {
+			fmt.Fprintf(&b, "replica %d (%s): unhealthy: %s\n", i+1, st.Name, st.Problem)
+		}
+	}
+	return b.String()
+}
+
+// replicaCollector exports each replica's health and lag to Prometheus, as
+// the last check saw them.
+type replicaCollector struct{ reader *snapshot.Reader }
+
+var (
+	replicaHealthyDesc  = prometheus.NewDesc("flowsnap_replica_healthy", "1 when reads may go to the replica, else 0.", []string{"replica"}, nil)
+	replicaRevisionDesc = prometheus.NewDesc("flowsnap_replica_revision", "The store revision the replica was last seen at.", []string{"replica"}, nil)
+	replicaLagDesc      = prometheus.NewDesc("flowsnap_replica_lag_revisions", "The primary's revision minus the replica's (-1 when unknown).", []string{"replica"}, nil)
+)
+
+func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaHealthyDesc
+	ch <- replicaRevisionDesc
+	ch <- replicaLagDesc
+}
+
+func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, st := range c.reader.Replicas() {
+		name := fmt.Sprintf("%d", i+1)
+		healthy := 0.0
+		if st.Healthy {
+			healthy = 1
+		}
+		ch <- prometheus.MustNewConstMetric(replicaHealthyDesc, prometheus.GaugeValue, healthy, name)
+		ch <- prometheus.MustNewConstMetric(replicaRevisionDesc, prometheus.GaugeValue, float64(st.Revision), name)
+		ch <- prometheus.MustNewConstMetric(replicaLagDesc, prometheus.GaugeValue, float64(st.Lag), name)
+	}
+}

@@ -1,0 +1,95 @@
+// The query explorer at /explorer: GraphiQL (completion from the schema,
+// docs, history) with flowsnap's ready examples, queries over HTTP and
+// subscriptions over GraphQL over Server-Sent Events.
+import { createElement as h, useEffect, useState } from 'react';
+import { createRoot } from 'react-dom/client';
+import { GraphiQL } from 'graphiql';
+import { useEditorContext } from '@graphiql/react';
+import { createGraphiQLFetcher } from '@graphiql/toolkit';
+import { createClient } from 'graphql-sse';
+import { getOperationAST, parse } from 'graphql';
+import 'graphiql/style.css';
+import './explorer.css';
+
+const url = (() => {
+  const api = new URLSearchParams(location.search).get('api');
+  return new URL(api || '/graphql', location.href).href;
+})();
+const http = createGraphiQLFetcher({ url });
+const sse = createClient({ url, retryAttempts: 0 });
+
+function fetcher(params, opts) {
+  let op;
+  try {
+    op = getOperationAST(parse(params.query), params.operationName);
+  } catch {
+    // Let the server say what is wrong with the document.
+  }
+  return op?.operation === 'subscription' ? sse.iterate(params) : http(params, opts);
+}
+
+// fill finds, for each example that needs runs, ids of this store: the
+// examples name no ids of their own (see examples.json's "find").
+async function fill(examples) {
+  const finds = [];
+  for (const ex of examples) for (const [name, f] of Object.entries(ex.find ?? {})) finds.push({ ex, name, f });
+  if (!finds.length) return examples;
+  const decl = finds.map((_, i) => `$f${i}: RunFilter`).join(', ');
+  const body = finds.map((_, i) => `f${i}: listRuns(filter: $f${i}, first: 100) { nodes { ... on Run { id parentRunId lineageId } } }`).join('\n');
+  const vars = Object.fromEntries(finds.map((x, i) => [`f${i}`, x.f.filter ?? {}]));
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ query: `query Find(${decl}) { ${body} }`, variables: vars }) });
+  const data = (await res.json()).data ?? {};
+  const found = new Map();
+  finds.forEach(({ ex, name, f }, i) => {
+    const pick = f.pick ?? 'id';
+    const node = (data[`f${i}`]?.nodes ?? []).find((n) => n && n[pick] != null && (pick === 'id' || n[pick] !== n.id));
+    found.set(ex.name + '\0' + name, node ? node[pick] : null);
+  });
+  const subst = (ex, v) => (typeof v === 'string' && v.startsWith('$') && found.has(ex.name + '\0' + v.slice(1)) ? found.get(ex.name + '\0' + v.slice(1)) ?? 'no-such-run' : Array.isArray(v) ? v.map((x) => subst(ex, x)) : v);
+  return examples.map((ex) => ({ ...ex, variables: Object.fromEntries(Object.entries(ex.variables ?? {}).map(([k, v]) => [k, subst(ex, v)])) }));
+}
+
+// The examples, once filled, for the pane; the plugin object stays the same
+// across renders, as GraphiQL needs to keep it open.
+let loaded = null;
+const listeners = new Set();
+fetch('/explorer/examples.json').then((r) => r.json()).then(fill).catch(() => []).then((list) => {
+  loaded = list;
+  listeners.forEach((f) => f(list));
+});
+
+function Examples() {
+  const [examples, setExamples] = useState(loaded);
+  useEffect(() => {
+    listeners.add(setExamples);
+    return () => listeners.delete(setExamples);
+  }, []);
+  const { queryEditor, variableEditor } = useEditorContext({ nonNull: true });
+  return h('div', { className: 'examples' },
+    h('div', { className: 'graphiql-doc-explorer-title' }, 'Examples'),
+    examples === null ? h('p', null, 'Loading…') : h('ul', null, examples.map((ex) => h('li', { key: ex.name },
+      h('button', {
+        type: 'button', className: 'example',
+        onClick: () => {
+          queryEditor?.setValue(ex.query.join('\n'));
+          variableEditor?.setValue(JSON.stringify(ex.variables ?? {}, null, 2));
+        },
+      }, ex.name),
+      h('p', null, ex.description)))));
+}
+
+const Icon = () => h('span', { 'aria-hidden': true, className: 'examples-icon' }, '☰');
+
+const plugin = { title: 'Examples', icon: Icon, content: Examples };
+
+function App() {
+  return h(GraphiQL, {
+    fetcher,
+    plugins: [plugin],
+    visiblePlugin: plugin,
+    defaultQuery: '{ position { source revision } }',
+    shouldPersistHeaders: false,
+  });
+}
+
+createRoot(document.getElementById('graphiql')).render(h(App));
