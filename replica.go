@@ -25,11 +25,11 @@ type replicaOptions struct {
 
 func replicaFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "replica", Usage: "a PostgreSQL hot standby of --db to read from (repeatable; in the environment, comma-separated)", Sources: twin("FLOWSNAP_REPLICA")},
-		&cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for", Sources: twin("FLOWSNAP_STALE_WAIT")},
-		&cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead", Sources: twin("FLOWSNAP_STALE_FROM_PRIMARY")},
-		&cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked", Sources: twin("FLOWSNAP_REPLICA_CHECK_INTERVAL")},
-		&cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)", Sources: twin("FLOWSNAP_PG_EXEC_MODE")},
+		&cli.StringSliceFlag{Name: "replica", Usage: "a PostgreSQL hot standby of --db to read from (repeatable; in the environment, comma-separated)", Sources: twin("FLOWSNAP_REPLICA"), Local: true},
+		&cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for", Sources: twin("FLOWSNAP_STALE_WAIT"), Local: true},
+		&cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead", Sources: twin("FLOWSNAP_STALE_FROM_PRIMARY"), Local: true},
+		&cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked", Sources: twin("FLOWSNAP_REPLICA_CHECK_INTERVAL"), Local: true},
+		&cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)", Sources: twin("FLOWSNAP_PG_EXEC_MODE"), Local: true},
 	}
 }
 
