@@ -67,6 +67,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 				}},
 			&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
 			&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
+			&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
 		}
 		serveFlags = append(serveFlags, replicaFlags(twin)...)
 		serveFlags = append(serveFlags, limitFlags(twin)...)
@@ -82,6 +83,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			maxReaders:      cmd.Int("max-readers"),
 			logFormat:       cmd.String("log-format"),
 			corsOrigins:     cmd.StringSlice("cors-origin"),
+			debugAddr:       cmd.String("debug-addr"),
 			limits:          limitConfig(cmd),
 			stdout:          stdout,
 			replica:         replicaConfig(cmd),

@@ -38,6 +38,9 @@ type serveOptions struct {
 	// liveInterval and maxSubscriptions configure subscriptions (package live).
 	liveInterval     time.Duration
 	maxSubscriptions int
+	// debugAddr, when set, is where pprof and runtime metrics are served,
+	// apart from the public listener.
+	debugAddr string
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -144,6 +147,14 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	addr := ln.Addr().String()
 	// Through the logger, so that with --log-format json the output is JSON only.
 	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql")
+	if opts.debugAddr != "" {
+		stopDebug, err := serveDebug(ctx, opts.debugAddr, opts.stdout, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopDebug()
+	}
 	if opts.ready != nil {
 		opts.ready(addr)
 	}

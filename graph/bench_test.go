@@ -1,10 +1,7 @@
 package graph_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -96,26 +93,14 @@ func BenchmarkDashboard(b *testing.B) {
 // run to url and fails unless it is answered without errors.
 func dashboardRequest(client *http.Client, url string) func(id string) error {
 	return func(id string) error {
-		body, _ := json.Marshal(map[string]any{"query": dashboardQuery, "variables": map[string]any{"id": id}})
-		res, err := client.Post(url, "application/json", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
-		raw, err := io.ReadAll(res.Body)
-		if err != nil {
-			return err
-		}
-		if res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
-			return fmt.Errorf("status %d: %s", res.StatusCode, raw)
-		}
-		return nil
+		return postQuery(client, url, dashboardQuery, map[string]any{"id": id})
 	}
 }
 
 // measure runs op in parallel over the anchors and reports requests per
 // second and latency percentiles.
 func measure(b *testing.B, bs *benchStore, op func(id string) error) {
+	b.ReportAllocs()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var next int64

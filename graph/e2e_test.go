@@ -536,6 +536,20 @@ func TestABrokenRowFailsOnlyItsOwnElement(t *testing.T) {
 		if !paths["[run children edges 7 node]"] || !paths["[run children nodes 7]"] || len(paths) != 2 {
 			t.Fatalf("error paths = %v", paths)
 		}
+
+		// A failed read is kept with its key: asking for the broken run
+		// again, by run, by runs and as a page's node, reads it once.
+		r = e.do(`{ a: run(id: "child-007") { ... on Run { id } } b: runs(ids: ["child-007", "child-006"]) { ... on Run { id } }
+			c: run(id: "child-007") { ... on Run { id } } }`, nil)
+		if len(r.Errors) != 3 || r.codes()[0] != "DECODE_FAILED" || r.Data["a"] != nil || get(r.Data, "b", 1, "id") != "child-006" {
+			t.Fatalf("errors = %+v, data = %v", r.Errors, r.Data)
+		}
+		e.mu.Lock()
+		stmts := e.stmts[len(e.stmts)-1]
+		e.mu.Unlock()
+		if stmts != 2 { // the position and the runs
+			t.Fatalf("the operation ran %d statements, want 2", stmts)
+		}
 	})
 }
 

@@ -26,31 +26,31 @@ func elementResult(ctx context.Context, i int, snap snapshot.Snapshot, err error
 	return nil
 }
 
-// batchErrors turns per-element errors into what a gqlgen batch resolver
-// returns.
-func batchErrors(errs []error) error {
-	return graphql.BatchErrorList(errs)
-}
-
-// spreadErrors places the per-key errors of err (from loadAll over a subset
-// of parents, at the indexes at) onto a list of n parents.
-func spreadErrors(err error, at []int, n int) error {
-	if err == nil {
-		return nil
-	}
+// elementErrors returns the error of element i of a loader's get, whose
+// err is nil or a graphql.BatchErrorList.
+func elementErrors(err error) func(i int) error {
 	var list graphql.BatchErrorList
 	if !errors.As(err, &list) {
-		out := make([]error, n)
-		for _, i := range at {
-			out[i] = err
-		}
-		return batchErrors(out)
+		return func(int) error { return err }
 	}
-	out := make([]error, n)
+	return func(i int) error { return list[i] }
+}
+
+// placeAt places the values and per-key errors of a loader's get over a
+// subset of n parents, at the indexes at, onto the list of n parents.
+func placeAt[V any](got []V, err error, at []int, n int) ([]V, error) {
+	out := make([]V, n)
 	for k, i := range at {
-		out[i] = list[k]
+		out[i] = got[k]
 	}
-	return batchErrors(out)
+	if err == nil {
+		return out, nil
+	}
+	errs, of := make([]error, n), elementErrors(err)
+	for k, i := range at {
+		errs[i] = of(k)
+	}
+	return out, graphql.BatchErrorList(errs)
 }
 
 // gqlgen's own codes, which the API reports with its codes.

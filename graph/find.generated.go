@@ -537,7 +537,7 @@ func (ec *executionContext) marshalNChange2githubᚗcomᚋflowsnapᚋflowsnapᚋ
 
 func (ec *executionContext) marshalNChange2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.Change) graphql.Marshaler {
 	ctx = graphql.WithBatchParentValues(ctx, "Change", v)
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNChange2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐChange(ctx, sel, v[i])

@@ -8,22 +8,29 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// prefetchPage primes the loaders with a page's runs and reads ahead what
-// the query asks below them, as the root run fields do.
-func prefetchPage(ctx context.Context, page *snapshot.Page) {
-	l, oc := loadersFrom(ctx), graphql.GetOperationContext(ctx)
-	if l == nil || oc == nil {
+// readAheadBelow reads ahead, as readAhead does from the root, what the
+// selection of the field being resolved asks below v (a page of listRuns,
+// the feed of changes), whose own read was not a loader's.
+func readAheadBelow(ctx context.Context, v any) {
+	l, oc, fc := loadersFrom(ctx), graphql.GetOperationContext(ctx), graphql.GetFieldContext(ctx)
+	if l == nil || oc == nil || fc == nil {
 		return
 	}
-	var runs []*snapshot.Run
-	for _, e := range page.Edges {
-		l.prime(e.RunID, e.Node)
-		if run, ok := e.Node.Snapshot.(*snapshot.Run); ok {
-			runs = append(runs, run)
+	if page, ok := v.(*snapshot.Page); ok {
+		for _, e := range page.Edges {
+			l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 		}
 	}
-	p := prefetcher{ctx: ctx, oc: oc, l: l}
-	p.level(connectionWork(oc, graphql.GetFieldContext(ctx).Field.Selections, runs))
+	l.walkFrom(ctx, oc, level{sel: fc.Field.Selections, objs: []any{v}})
+}
+
+// changeRunKeys are the keys of Change.run: the changed runs' ids.
+func changeRunKeys(objs []*snapshot.Change) []string {
+	ids := make([]string, len(objs))
+	for i, c := range objs {
+		ids[i] = c.RunID
+	}
+	return ids
 }
 
 // findComplexity gives the change feed and the run lists their real cost: a

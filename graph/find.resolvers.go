@@ -13,16 +13,16 @@ import (
 
 // Run is the batch resolver for the run field.
 func (r *changeResolver) Run(ctx context.Context, objs []*snapshot.Change) ([]snapshot.Snapshot, error) {
-	ids := make([]string, len(objs))
-	for i, c := range objs {
-		ids[i] = c.RunID
-	}
-	return loadAll(ctx, loadersFrom(ctx).runs, ids)
+	return loadersFrom(ctx).runs.get(ctx, changeRunKeys(objs))
 }
 
 // Changes is the resolver for the changes field.
 func (r *queryResolver) Changes(ctx context.Context, since int64, source *string, first *int) (*snapshot.ChangeFeed, error) {
-	return r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: first})
+	feed, err := r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: first})
+	if err == nil {
+		readAheadBelow(ctx, feed)
+	}
+	return feed, err
 }
 
 // ListRuns is the resolver for the listRuns field.
@@ -41,7 +41,7 @@ func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter
 	if err != nil {
 		return nil, err
 	}
-	prefetchPage(ctx, page)
+	readAheadBelow(ctx, page)
 	return page, nil
 }
 

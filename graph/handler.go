@@ -61,8 +61,6 @@ type Options struct {
 	MaxResponseBytes int
 	// DisableIntrospection turns introspection off.
 	DisableIntrospection bool
-	// BatchWait is how long a loader waits to gather a batch.
-	BatchWait time.Duration
 	// Logger receives one line per operation; nil discards.
 	Logger *slog.Logger
 	// Metrics, when set, counts operations.
@@ -96,7 +94,6 @@ var DefaultOptions = Options{
 	MaxVariablesBytes: 256 << 10,
 	MaxParsing:        max(1, runtime.GOMAXPROCS(0)/2),
 	MaxResponseBytes:  32 << 20,
-	BatchWait:         50 * time.Microsecond,
 	KeepAlive:         15 * time.Second,
 }
 
@@ -140,9 +137,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = d.MaxResponseBytes
-	}
-	if o.BatchWait <= 0 {
-		o.BatchWait = d.BatchWait
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -229,7 +223,7 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		}}})
 	}
 	rd.AtLeast(min)
-	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader, opts.BatchWait))
+	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		rec := recordOf(ctx)
 		rec.mu.Lock()

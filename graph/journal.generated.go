@@ -31,12 +31,12 @@ type RunEventEdgeResolver interface {
 	Node(ctx context.Context, obj *snapshot.RunEventEdge) (*snapshot.RunEvent, error)
 }
 type RunStepResolver interface {
-	ParentStep(ctx context.Context, obj *snapshot.RunStep) (snapshot.Step, error)
+	ParentStep(ctx context.Context, objs []*snapshot.RunStep) ([]snapshot.Step, error)
 
 	Attempts(ctx context.Context, obj *snapshot.RunStep, last *int) ([]*snapshot.Attempt, error)
 }
 type SleepStepResolver interface {
-	ParentStep(ctx context.Context, obj *snapshot.SleepStep) (snapshot.Step, error)
+	ParentStep(ctx context.Context, objs []*snapshot.SleepStep) ([]snapshot.Step, error)
 }
 type StepConnectionResolver interface {
 	Nodes(ctx context.Context, obj *snapshot.StepPage) ([]snapshot.Step, error)
@@ -45,7 +45,7 @@ type StepEdgeResolver interface {
 	Node(ctx context.Context, obj *snapshot.StepEdge) (snapshot.Step, error)
 }
 type WaitStepResolver interface {
-	ParentStep(ctx context.Context, obj *snapshot.WaitStep) (snapshot.Step, error)
+	ParentStep(ctx context.Context, objs []*snapshot.WaitStep) ([]snapshot.Step, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1002,7 +1002,7 @@ func (ec *executionContext) _RunStep_parentStep(ctx context.Context, field graph
 			return ec.fieldContext_RunStep_parentStep(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.RunStep().ParentStep(ctx, obj)
+			return ec.resolveBatch_RunStep_parentStep(ctx, field, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Step) graphql.Marshaler {
@@ -1023,6 +1023,29 @@ func (ec *executionContext) fieldContext_RunStep_parentStep(_ context.Context, f
 		},
 	}
 	return fc, nil
+}
+func (ec *executionContext) resolveBatch_RunStep_parentStep(ctx context.Context, field graphql.CollectedField, obj *snapshot.RunStep) (any, error) {
+	resolver := ec.Resolvers.RunStep()
+	if batch, ok := graphql.BatchParentsFor[*snapshot.RunStep](ctx, "RunStep"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.ParentStep(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[snapshot.Step](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"RunStep.parentStep",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.ParentStep(ctx, []*snapshot.RunStep{obj})
+	return graphql.ResolveBatchSingleResult[snapshot.Step](
+		ctx,
+		results,
+		err,
+		"RunStep.parentStep",
+	)
 }
 
 func (ec *executionContext) _RunStep_maxAttempts(ctx context.Context, field graphql.CollectedField, obj *snapshot.RunStep) (ret graphql.Marshaler) {
@@ -1285,7 +1308,7 @@ func (ec *executionContext) _SleepStep_parentStep(ctx context.Context, field gra
 			return ec.fieldContext_SleepStep_parentStep(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.SleepStep().ParentStep(ctx, obj)
+			return ec.resolveBatch_SleepStep_parentStep(ctx, field, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Step) graphql.Marshaler {
@@ -1306,6 +1329,29 @@ func (ec *executionContext) fieldContext_SleepStep_parentStep(_ context.Context,
 		},
 	}
 	return fc, nil
+}
+func (ec *executionContext) resolveBatch_SleepStep_parentStep(ctx context.Context, field graphql.CollectedField, obj *snapshot.SleepStep) (any, error) {
+	resolver := ec.Resolvers.SleepStep()
+	if batch, ok := graphql.BatchParentsFor[*snapshot.SleepStep](ctx, "SleepStep"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.ParentStep(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[snapshot.Step](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"SleepStep.parentStep",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.ParentStep(ctx, []*snapshot.SleepStep{obj})
+	return graphql.ResolveBatchSingleResult[snapshot.Step](
+		ctx,
+		results,
+		err,
+		"SleepStep.parentStep",
+	)
 }
 
 func (ec *executionContext) _SleepStep_wakeAt(ctx context.Context, field graphql.CollectedField, obj *snapshot.SleepStep) (ret graphql.Marshaler) {
@@ -1629,7 +1675,7 @@ func (ec *executionContext) _WaitStep_parentStep(ctx context.Context, field grap
 			return ec.fieldContext_WaitStep_parentStep(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.WaitStep().ParentStep(ctx, obj)
+			return ec.resolveBatch_WaitStep_parentStep(ctx, field, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Step) graphql.Marshaler {
@@ -1650,6 +1696,29 @@ func (ec *executionContext) fieldContext_WaitStep_parentStep(_ context.Context, 
 		},
 	}
 	return fc, nil
+}
+func (ec *executionContext) resolveBatch_WaitStep_parentStep(ctx context.Context, field graphql.CollectedField, obj *snapshot.WaitStep) (any, error) {
+	resolver := ec.Resolvers.WaitStep()
+	if batch, ok := graphql.BatchParentsFor[*snapshot.WaitStep](ctx, "WaitStep"); ok {
+		result := batch.FieldResult(field, func() (any, error) {
+			return resolver.ParentStep(ctx, batch.Parents)
+		})
+		return graphql.ResolveBatchGroupResult[snapshot.Step](
+			ctx,
+			batch.Index,
+			len(batch.Parents),
+			result,
+			"WaitStep.parentStep",
+			batch.IndexMap,
+		)
+	}
+	results, err := resolver.ParentStep(ctx, []*snapshot.WaitStep{obj})
+	return graphql.ResolveBatchSingleResult[snapshot.Step](
+		ctx,
+		results,
+		err,
+		"WaitStep.parentStep",
+	)
 }
 
 func (ec *executionContext) _WaitStep_eventName(ctx context.Context, field graphql.CollectedField, obj *snapshot.WaitStep) (ret graphql.Marshaler) {
@@ -2446,7 +2515,7 @@ func (ec *executionContext) _WaitStep(ctx context.Context, sel ast.SelectionSet,
 // region    ***************************** type.gotpl *****************************
 
 func (ec *executionContext) marshalNAttempt2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttempt(ctx context.Context, sel ast.SelectionSet, v []*snapshot.Attempt) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOAttempt2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttempt(ctx, sel, v[i])
@@ -2466,7 +2535,7 @@ func (ec *executionContext) marshalNAttemptState2githubᚗcomᚋflowsnapᚋflows
 }
 
 func (ec *executionContext) marshalNInboundEvent2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEvent(ctx context.Context, sel ast.SelectionSet, v []*snapshot.InboundEvent) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOInboundEvent2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEvent(ctx, sel, v[i])
@@ -2480,7 +2549,7 @@ func (ec *executionContext) marshalNInboundEventEdge2githubᚗcomᚋflowsnapᚋf
 }
 
 func (ec *executionContext) marshalNInboundEventEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.InboundEventEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNInboundEventEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEventEdge(ctx, sel, v[i])
@@ -2496,7 +2565,7 @@ func (ec *executionContext) marshalNInboundEventEdge2ᚕgithubᚗcomᚋflowsnap�
 }
 
 func (ec *executionContext) marshalNRunEvent2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEvent(ctx context.Context, sel ast.SelectionSet, v []*snapshot.RunEvent) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalORunEvent2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEvent(ctx, sel, v[i])
@@ -2510,7 +2579,7 @@ func (ec *executionContext) marshalNRunEventEdge2githubᚗcomᚋflowsnapᚋflows
 }
 
 func (ec *executionContext) marshalNRunEventEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.RunEventEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNRunEventEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventEdge(ctx, sel, v[i])
@@ -2536,7 +2605,37 @@ func (ec *executionContext) marshalNRunEventType2githubᚗcomᚋflowsnapᚋflows
 }
 
 func (ec *executionContext) marshalNStep2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStep(ctx context.Context, sel ast.SelectionSet, v []snapshot.Step) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	{
+		var batchItemsWaitStep []*snapshot.WaitStep
+		batchIdxMapWaitStep := map[int]int{}
+		var batchItemsSleepStep []*snapshot.SleepStep
+		batchIdxMapSleepStep := map[int]int{}
+		var batchItemsRunStep []*snapshot.RunStep
+		batchIdxMapRunStep := map[int]int{}
+		for i, item := range v {
+			switch concrete := item.(type) {
+			case *snapshot.WaitStep:
+				batchIdxMapWaitStep[i] = len(batchItemsWaitStep)
+				batchItemsWaitStep = append(batchItemsWaitStep, concrete)
+			case *snapshot.SleepStep:
+				batchIdxMapSleepStep[i] = len(batchItemsSleepStep)
+				batchItemsSleepStep = append(batchItemsSleepStep, concrete)
+			case *snapshot.RunStep:
+				batchIdxMapRunStep[i] = len(batchItemsRunStep)
+				batchItemsRunStep = append(batchItemsRunStep, concrete)
+			}
+		}
+		if len(batchItemsWaitStep) > 0 {
+			ctx = graphql.WithBatchParents(ctx, "WaitStep", batchItemsWaitStep, batchIdxMapWaitStep)
+		}
+		if len(batchItemsSleepStep) > 0 {
+			ctx = graphql.WithBatchParents(ctx, "SleepStep", batchItemsSleepStep, batchIdxMapSleepStep)
+		}
+		if len(batchItemsRunStep) > 0 {
+			ctx = graphql.WithBatchParents(ctx, "RunStep", batchItemsRunStep, batchIdxMapRunStep)
+		}
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOStep2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStep(ctx, sel, v[i])
@@ -2550,7 +2649,7 @@ func (ec *executionContext) marshalNStepEdge2githubᚗcomᚋflowsnapᚋflowsnap�
 }
 
 func (ec *executionContext) marshalNStepEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.StepEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNStepEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepEdge(ctx, sel, v[i])

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -11,18 +10,18 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// journalLoaders batch the journal reads of one operation, as loaders do
-// for runs and their pages: the pages of every run at one depth in one
+// journalLoaders read the journal of one operation, as loaders do for
+// runs and their pages: the pages of every run at one depth in one
 // statement, the attempts of every step of those pages in one, and so on.
 type journalLoaders struct {
-	steps     *batcher[pageKey, *snapshot.StepPage]
-	inbound   *batcher[pageKey, *snapshot.InboundEventPage]
-	runEvents *batcher[pageKey, *snapshot.RunEventPage]
+	steps     *loader[pageKey, *snapshot.StepPage]
+	inbound   *loader[pageKey, *snapshot.InboundEventPage]
+	runEvents *loader[pageKey, *snapshot.RunEventPage]
 	// current is keyed by run rather than run id: whether a run is blocked
 	// on a step at all depends on its status.
-	current  *batcher[*snapshot.Run, snapshot.Step]
-	step     *batcher[snapshot.StepKey, snapshot.Step]
-	attempts *batcher[attemptsKey, []snapshot.AttemptResult]
+	current  *loader[*snapshot.Run, snapshot.Step]
+	step     *loader[snapshot.StepKey, snapshot.Step]
+	attempts *loader[attemptsKey, []snapshot.Result[*snapshot.Attempt]]
 }
 
 // attemptsKey identifies one request for a step's attempts.
@@ -45,34 +44,30 @@ func newAttemptsKey(step snapshot.StepKey, last *int) attemptsKey {
 // many an operation asks for.
 const keysBatch = 10_000
 
-func newJournalLoaders(reader *snapshot.Reader, wait time.Duration) *journalLoaders {
+func newJournalLoaders(reader *snapshot.Reader) *journalLoaders {
 	l := &journalLoaders{}
-	l.steps = newBatcher(pageLoader(reader.StepPages, func(r snapshot.StepPageResult) (*snapshot.StepPage, error) {
-		if r.Page != nil {
-			for _, e := range r.Page.Edges {
-				l.primeStep(e.Step)
+	l.step = newLoader(func(ctx context.Context, keys []snapshot.StepKey) ([]snapshot.Step, []error) {
+		res, err := reader.Steps(ctx, keys)
+		return spread(len(keys), err, func(i int) (snapshot.Step, error) { return res[i].Get() })
+	}, keysBatch)
+	l.steps = newLoader(pageLoader(reader.StepPages, func(r snapshot.Result[*snapshot.StepPage]) (*snapshot.StepPage, error) {
+		if r.Value != nil {
+			for _, e := range r.Value.Edges {
+				l.primeStep(e.Step, e.Err)
 			}
 		}
-		return r.Page, r.Err
-	}), wait, pagesBatch)
-	l.inbound = newBatcher(pageLoader(reader.InboundEventPages, func(r snapshot.InboundEventPageResult) (*snapshot.InboundEventPage, error) {
-		return r.Page, r.Err
-	}), wait, pagesBatch)
-	l.runEvents = newBatcher(pageLoader(reader.RunEventPages, func(r snapshot.RunEventPageResult) (*snapshot.RunEventPage, error) {
-		return r.Page, r.Err
-	}), wait, pagesBatch)
-	l.current = newBatcher(func(ctx context.Context, runs []*snapshot.Run) ([]snapshot.Step, []error) {
+		return r.Get()
+	}), pagesBatch)
+	l.inbound = newLoader(pageLoader(reader.InboundEventPages, snapshot.Result[*snapshot.InboundEventPage].Get), pagesBatch)
+	l.runEvents = newLoader(pageLoader(reader.RunEventPages, snapshot.Result[*snapshot.RunEventPage].Get), pagesBatch)
+	l.current = newLoader(func(ctx context.Context, runs []*snapshot.Run) ([]snapshot.Step, []error) {
 		res, err := reader.CurrentSteps(ctx, runs)
 		return spread(len(runs), err, func(i int) (snapshot.Step, error) {
-			l.primeStep(res[i].Step)
-			return res[i].Step, res[i].Err
+			l.primeStep(res[i].Value, res[i].Err)
+			return res[i].Get()
 		})
-	}, wait, keysBatch)
-	l.step = newBatcher(func(ctx context.Context, keys []snapshot.StepKey) ([]snapshot.Step, []error) {
-		res, err := reader.Steps(ctx, keys)
-		return spread(len(keys), err, func(i int) (snapshot.Step, error) { return res[i].Step, res[i].Err })
-	}, wait, keysBatch)
-	l.attempts = newBatcher(func(ctx context.Context, keys []attemptsKey) ([][]snapshot.AttemptResult, []error) {
+	}, keysBatch)
+	l.attempts = newLoader(func(ctx context.Context, keys []attemptsKey) ([][]snapshot.Result[*snapshot.Attempt], []error) {
 		steps, last := make([]snapshot.StepKey, len(keys)), make([]*int, len(keys))
 		for i, k := range keys {
 			steps[i] = k.step
@@ -82,53 +77,37 @@ func newJournalLoaders(reader *snapshot.Reader, wait time.Duration) *journalLoad
 			}
 		}
 		res, err := reader.Attempts(ctx, steps, last)
-		return spread(len(keys), err, func(i int) ([]snapshot.AttemptResult, error) { return res[i].Attempts, res[i].Err })
-	}, wait, keysBatch)
+		return spread(len(keys), err, func(i int) ([]snapshot.Result[*snapshot.Attempt], error) { return res[i].Get() })
+	}, keysBatch)
 	return l
 }
 
-// pageLoader makes the batch function of a loader of journal pages from a
-// batch read and what to make of each of its results.
-func pageLoader[R, P any](read func(context.Context, []snapshot.PageRequest) ([]R, error), split func(R) (P, error)) func(context.Context, []pageKey) ([]P, []error) {
-	return func(ctx context.Context, keys []pageKey) ([]P, []error) {
-		reqs := make([]snapshot.PageRequest, len(keys))
-		for i, k := range keys {
-			reqs[i] = k.request()
-		}
-		res, err := read(ctx, reqs)
-		return spread(len(keys), err, func(i int) (P, error) { return split(res[i]) })
-	}
-}
-
-// spread makes the values and errors of a loader's batch of n keys: err
-// for every key when the batch read failed, else what each gives.
-func spread[V any](n int, err error, each func(i int) (V, error)) ([]V, []error) {
-	out, errs := make([]V, n), make([]error, n)
-	for i := range n {
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		out[i], errs[i] = each(i)
-	}
-	return out, errs
-}
-
-// primeStep caches a step read in the operation's snapshot, so that the
+// primeStep keeps a step read in the operation's snapshot, so that the
 // parent step of a step of a page (usually on the same page) costs no
 // statement.
-func (l *journalLoaders) primeStep(s snapshot.Step) {
+func (l *journalLoaders) primeStep(s snapshot.Step, err error) {
 	if s != nil {
-		l.step.prime(s.Base().Key(), s)
+		l.step.prime(s.Base().Key(), s, err)
 	}
 }
 
-// parentStep loads the step that encloses s, nil for a top-level step.
-func parentStep(ctx context.Context, s *snapshot.StepBase) (snapshot.Step, error) {
-	if s.ParentStepID == nil {
-		return nil, nil
+// parentStepKeys are the keys of the parent steps of steps: one per step
+// that has a parent, and at, the index of each among steps.
+func parentStepKeys[S snapshot.Step](steps []S) (keys []snapshot.StepKey, at []int) {
+	for i, s := range steps {
+		if b := s.Base(); b.ParentStepID != nil {
+			keys = append(keys, snapshot.StepKey{RunID: b.RunID, StepID: *b.ParentStepID})
+			at = append(at, i)
+		}
 	}
-	return loadersFrom(ctx).journal.step.Load(ctx, snapshot.StepKey{RunID: s.RunID, StepID: *s.ParentStepID})
+	return keys, at
+}
+
+// parentSteps is the batch resolver of every kind of step's parentStep.
+func parentSteps[S snapshot.Step](ctx context.Context, objs []S) ([]snapshot.Step, error) {
+	keys, at := parentStepKeys(objs)
+	got, err := loadersFrom(ctx).journal.step.get(ctx, keys)
+	return placeAt(got, err, at, len(objs))
 }
 
 // elements returns the values of a list whose elements may each have

@@ -23,22 +23,22 @@ func (r *inboundEventEdgeResolver) Node(ctx context.Context, obj *snapshot.Inbou
 
 // Steps is the batch resolver for the steps field.
 func (r *runResolver) Steps(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.StepPage, error) {
-	return loadAll(ctx, loadersFrom(ctx).journal.steps, journalPageKeys(objs, first, after))
+	return loadersFrom(ctx).journal.steps.get(ctx, journalPageKeys(objs, first, after))
 }
 
 // CurrentStep is the batch resolver for the currentStep field.
 func (r *runResolver) CurrentStep(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Step, error) {
-	return loadAll(ctx, loadersFrom(ctx).journal.current, objs)
+	return loadersFrom(ctx).journal.current.get(ctx, objs)
 }
 
 // InboundEvents is the batch resolver for the inboundEvents field.
 func (r *runResolver) InboundEvents(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.InboundEventPage, error) {
-	return loadAll(ctx, loadersFrom(ctx).journal.inbound, journalPageKeys(objs, first, after))
+	return loadersFrom(ctx).journal.inbound.get(ctx, journalPageKeys(objs, first, after))
 }
 
 // Events is the batch resolver for the events field.
 func (r *runResolver) Events(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.RunEventPage, error) {
-	return loadAll(ctx, loadersFrom(ctx).journal.runEvents, journalPageKeys(objs, first, after))
+	return loadersFrom(ctx).journal.runEvents.get(ctx, journalPageKeys(objs, first, after))
 }
 
 // Nodes is the resolver for the nodes field.
@@ -51,23 +51,23 @@ func (r *runEventEdgeResolver) Node(ctx context.Context, obj *snapshot.RunEventE
 	return obj.Event, obj.Err
 }
 
-// ParentStep is the resolver for the parentStep field.
-func (r *runStepResolver) ParentStep(ctx context.Context, obj *snapshot.RunStep) (snapshot.Step, error) {
-	return parentStep(ctx, obj.Base())
+// ParentStep is the batch resolver for the parentStep field.
+func (r *runStepResolver) ParentStep(ctx context.Context, objs []*snapshot.RunStep) ([]snapshot.Step, error) {
+	return parentSteps(ctx, objs)
 }
 
 // Attempts is the resolver for the attempts field.
 func (r *runStepResolver) Attempts(ctx context.Context, obj *snapshot.RunStep, last *int) ([]*snapshot.Attempt, error) {
-	list, err := loadersFrom(ctx).journal.attempts.Load(ctx, newAttemptsKey(obj.Key(), last))
+	list, err := loadersFrom(ctx).journal.attempts.one(ctx, newAttemptsKey(obj.Key(), last))
 	if err != nil {
 		return nil, err
 	}
-	return elements(ctx, list, func(a snapshot.AttemptResult) (*snapshot.Attempt, error) { return a.Attempt, a.Err }), nil
+	return elements(ctx, list, snapshot.Result[*snapshot.Attempt].Get), nil
 }
 
-// ParentStep is the resolver for the parentStep field.
-func (r *sleepStepResolver) ParentStep(ctx context.Context, obj *snapshot.SleepStep) (snapshot.Step, error) {
-	return parentStep(ctx, obj.Base())
+// ParentStep is the batch resolver for the parentStep field.
+func (r *sleepStepResolver) ParentStep(ctx context.Context, objs []*snapshot.SleepStep) ([]snapshot.Step, error) {
+	return parentSteps(ctx, objs)
 }
 
 // Nodes is the resolver for the nodes field.
@@ -80,9 +80,9 @@ func (r *stepEdgeResolver) Node(ctx context.Context, obj *snapshot.StepEdge) (sn
 	return obj.Step, obj.Err
 }
 
-// ParentStep is the resolver for the parentStep field.
-func (r *waitStepResolver) ParentStep(ctx context.Context, obj *snapshot.WaitStep) (snapshot.Step, error) {
-	return parentStep(ctx, obj.Base())
+// ParentStep is the batch resolver for the parentStep field.
+func (r *waitStepResolver) ParentStep(ctx context.Context, objs []*snapshot.WaitStep) ([]snapshot.Step, error) {
+	return parentSteps(ctx, objs)
 }
 
 // InboundEventConnection returns InboundEventConnectionResolver implementation.

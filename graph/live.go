@@ -77,7 +77,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	return func(ctx context.Context) *graphql.Response {
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
-		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader, opts.BatchWait))
+		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader))
 		select {
 		case st.slots <- ectx:
 		default:

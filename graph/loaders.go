@@ -3,81 +3,210 @@ package graph
 import (
 	"context"
 	"sync"
-	"time"
 
-	"github.com/vikstrous/dataloadgen"
+	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/flowsnap/flowsnap/cursor"
+	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// loaders batch the reads of one operation so that the number of statements
-// grows with the depth of the query, not with the number of runs in it.
-// gqlgen's batch resolvers hand a resolver every sibling of one list; the
-// loaders go further and merge the siblings of different lists at the same
-// depth (the rounds of every child of every page), which the batch
-// resolvers alone would read once per list. They live for one operation and
-// read in its snapshot, so caching is safe.
+// Batching: one path for every read that a field makes.
+//
+// Each operation gets its own loaders (one per kind of read: runs, pages of
+// children, steps by key, …). A loader is a cache of results keyed by what
+// was asked, each result a value or the error that key alone failed with:
+// a key is read at most once per operation, whoever asks first, and a failed
+// read is answered from the cache instead of being run again (in PostgreSQL
+// it would run in a transaction the failure has already aborted).
+//
+// Every field that reads is listed in batchFields, keyed "Type.field", with
+// the function that turns its parents and arguments into the loader's keys.
+// The field's resolver builds its keys with that function and calls the
+// loader's get; nothing else reads. Before the first root field resolves,
+// readAhead walks the operation's selection level by level with the same
+// table, and asks each loader for every key of a level at once. The
+// resolvers then find everything in the caches: an operation costs one
+// statement per batched field and level, however many runs it returns and
+// however gqlgen schedules its resolvers. What readAhead does not reach (an
+// argument it cannot evaluate, a type it does not follow) is still read
+// correctly by the resolvers, only in more statements.
+//
+// To add a root or nested field that reads: give it a loader in loaders (or
+// reuse one), add its entry to batchFields with the key builder its resolver
+// also calls, and mark it `batch: true` in gqlgen.yml when it is nested (a
+// test fails when a batched field has no entry). A field whose values hold
+// more fields to follow (a connection's edges and nodes) adds a
+// throughFields entry saying what values lie below it.
 type loaders struct {
-	runs     *batcher[string, snapshot.Snapshot]
-	children *batcher[pageKey, *snapshot.Page]
-	rounds   *batcher[pageKey, *snapshot.Page]
+	runs     *loader[string, snapshot.Snapshot]
+	children *loader[pageKey, *snapshot.Page]
+	rounds   *loader[pageKey, *snapshot.Page]
 	journal  *journalLoaders
-	// roots reads the ids of every root run field once, together.
-	roots sync.Once
+	// flushers fetch what each loader was asked for, for readAhead.
+	flushers []func(context.Context)
+	// ahead reads ahead the whole operation once, for its first root field.
+	ahead sync.Once
 }
 
-// batcher is a loader that can also be filled ahead of time: prefetch knows
-// a whole level's keys at once, so it reads them at once instead of waiting
-// for the loader's window, and primes the loader with what it read.
-type batcher[K comparable, V any] struct {
-	*dataloadgen.Loader[K, V]
-	fetch func(context.Context, []K) ([]V, []error)
-	mu    sync.Mutex
-	known map[K]bool
+// loader reads values of one kind by key, each key at most once per
+// operation: a batch of keys not asked for yet is read in one fetch, and
+// every result, value or error, is kept with its key. It is safe for
+// concurrent use; a caller asking for a key another caller is reading
+// waits for that read.
+type loader[K comparable, V any] struct {
+	fetch    func(context.Context, []K) ([]V, []error)
+	capacity int
+
+	mu      sync.Mutex
+	entries map[K]*entry[V]
+	// pending are the keys wanted but not fetched yet, with their entries,
+	// all done when next is.
+	pending        []K
+	pendingEntries []*entry[V]
+	next           *wave
 }
 
-func newBatcher[K comparable, V any](fetch func(context.Context, []K) ([]V, []error), wait time.Duration, capacity int) *batcher[K, V] {
-	return &batcher[K, V]{
-		Loader: dataloadgen.NewLoader(fetch, dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(capacity)),
-		fetch:  fetch,
-		known:  map[K]bool{},
-	}
+// wave is the fetch of the keys wanted since the last one: its entries
+// are final once done is closed. One channel per fetch, not per key.
+type wave struct{ done chan struct{} }
+
+// primed is the wave of entries known without a fetch.
+var primed = func() *wave {
+	w := &wave{done: make(chan struct{})}
+	close(w.done)
+	return w
+}()
+
+// entry is one key's result.
+type entry[V any] struct {
+	wave *wave
+	v    V
+	err  error
 }
 
-// prime caches v for k.
-func (b *batcher[K, V]) prime(k K, v V) {
-	b.mu.Lock()
-	b.known[k] = true
-	b.mu.Unlock()
-	b.Prime(k, v)
+func newLoader[K comparable, V any](fetch func(context.Context, []K) ([]V, []error), capacity int) *loader[K, V] {
+	return &loader[K, V]{fetch: fetch, capacity: capacity, entries: map[K]*entry[V]{}}
 }
 
-// readAhead reads the keys not cached yet in one fetch, without waiting,
-// primes the cache with the values read and returns every key's value.
-// Errors are not cached; the resolvers meet them again and report them.
-func (b *batcher[K, V]) readAhead(ctx context.Context, keys []K, capacity int) ([]V, error) {
-	b.mu.Lock()
-	var missing []K
-	seen := map[K]bool{}
-	for _, k := range keys {
-		if !b.known[k] && !seen[k] {
-			missing = append(missing, k)
-			seen[k] = true
-		}
-	}
-	b.mu.Unlock()
-	for len(missing) > 0 {
-		chunk := missing[:min(len(missing), capacity)]
-		missing = missing[len(chunk):]
-		vals, errs := b.fetch(ctx, chunk)
-		for i, k := range chunk {
-			if errs == nil || errs[i] == nil {
-				b.prime(k, vals[i])
+// get returns the values of keys, reading those nobody has asked for yet
+// in one fetch (per capacity keys), with per-key errors as gqlgen's batch
+// resolvers want them: nil, or a graphql.BatchErrorList.
+func (l *loader[K, V]) get(ctx context.Context, keys []K) ([]V, error) {
+	entries := l.read(ctx, keys)
+	out := make([]V, len(keys))
+	var errs []error
+	for i, e := range entries {
+		v, err := e.wait(ctx)
+		out[i] = v
+		if err != nil {
+			if errs == nil {
+				errs = make([]error, len(keys))
 			}
+			errs[i] = err
 		}
 	}
-	return loadAll(ctx, b, keys)
+	if errs != nil {
+		return out, graphql.BatchErrorList(errs)
+	}
+	return out, nil
+}
+
+// one returns the value of one key.
+func (l *loader[K, V]) one(ctx context.Context, key K) (V, error) {
+	return l.read(ctx, []K{key})[0].wait(ctx)
+}
+
+// read returns the entries of keys, fetching those that are new (and
+// any other key waiting to be fetched) before it returns.
+func (l *loader[K, V]) read(ctx context.Context, keys []K) []*entry[V] {
+	entries := l.want(keys)
+	l.flush(ctx)
+	return entries
+}
+
+// want returns the entries of keys, the new ones waiting for the next
+// flush.
+func (l *loader[K, V]) want(keys []K) []*entry[V] {
+	entries := make([]*entry[V], len(keys))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var block []entry[V] // the new entries, allocated together
+	for i, k := range keys {
+		e, ok := l.entries[k]
+		if !ok {
+			if len(block) == 0 {
+				block = make([]entry[V], len(keys)-i)
+			}
+			if l.next == nil {
+				l.next = &wave{done: make(chan struct{})}
+			}
+			e, block = &block[0], block[1:]
+			e.wave = l.next
+			l.entries[k] = e
+			l.pending = append(l.pending, k)
+			l.pendingEntries = append(l.pendingEntries, e)
+		}
+		entries[i] = e
+	}
+	return entries
+}
+
+// flush fetches every key waiting, capacity keys per fetch, and then
+// completes their wave, even when a fetch panics, so that no caller waits
+// for ever.
+func (l *loader[K, V]) flush(ctx context.Context) {
+	l.mu.Lock()
+	keys, entries, w := l.pending, l.pendingEntries, l.next
+	l.pending, l.pendingEntries, l.next = nil, nil, nil
+	l.mu.Unlock()
+	if w == nil {
+		return
+	}
+	defer close(w.done)
+	for len(keys) > 0 {
+		n := min(len(keys), l.capacity)
+		l.fill(ctx, keys[:n], entries[:n])
+		keys, entries = keys[n:], entries[n:]
+	}
+}
+
+// fill fetches keys into their entries; a fetch that panics fails them.
+func (l *loader[K, V]) fill(ctx context.Context, keys []K, entries []*entry[V]) {
+	defer func() {
+		if r := recover(); r != nil {
+			for _, e := range entries {
+				e.err = fault.Errorf(fault.PersistenceFailed, "reading failed")
+			}
+			panic(r)
+		}
+	}()
+	vals, errs := l.fetch(ctx, keys)
+	for i, e := range entries {
+		e.v, e.err = vals[i], errs[i]
+	}
+}
+
+// prime keeps v for k unless k was asked for already: what one read
+// returned on the way to another (the runs of a page) costs no statement
+// when asked for by itself.
+func (l *loader[K, V]) prime(k K, v V, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.entries[k]; ok {
+		return
+	}
+	l.entries[k] = &entry[V]{wave: primed, v: v, err: err}
+}
+
+func (e *entry[V]) wait(ctx context.Context) (V, error) {
+	select {
+	case <-e.wave.done:
+		return e.v, e.err
+	case <-ctx.Done():
+		var zero V
+		return zero, fault.Wrap(fault.Timeout, ctx.Err(), "the operation was cancelled or ran out of time")
+	}
 }
 
 // pageKey identifies one page request; comparable, unlike PageRequest.
@@ -125,37 +254,33 @@ const (
 	pagesBatch = 500
 )
 
-func newLoaders(reader *snapshot.Reader, wait time.Duration) *loaders {
-	l := &loaders{journal: newJournalLoaders(reader, wait)}
-	pages := func(kind cursor.Kind) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
-		read := func(ctx context.Context, reqs []snapshot.PageRequest) ([]snapshot.PageResult, error) {
-			return reader.Pages(ctx, kind, reqs)
-		}
-		return pageLoader(read, func(r snapshot.PageResult) (*snapshot.Page, error) {
-			if r.Page != nil {
-				for _, e := range r.Page.Edges {
-					l.prime(e.RunID, e.Node)
+func newLoaders(reader *snapshot.Reader) *loaders {
+	l := &loaders{journal: newJournalLoaders(reader)}
+	l.runs = newLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
+		res, err := reader.Load(ctx, ids)
+		return spread(len(ids), err, func(i int) (snapshot.Snapshot, error) { return res[i].Value, res[i].Err })
+	}, runsBatch)
+	pages := func(read func(context.Context, []snapshot.PageRequest) ([]snapshot.Result[*snapshot.Page], error)) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
+		return pageLoader(read, func(r snapshot.Result[*snapshot.Page]) (*snapshot.Page, error) {
+			if r.Value != nil {
+				for _, e := range r.Value.Edges {
+					l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 				}
 			}
-			return r.Page, r.Err
+			return r.Value, r.Err
 		})
 	}
-	l.runs = newBatcher(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
-		res, err := reader.Load(ctx, ids)
-		return spread(len(ids), err, func(i int) (snapshot.Snapshot, error) { return res[i].Snapshot, res[i].Err })
-	}, wait, runsBatch)
-	l.children = newBatcher(pages(cursor.Children), wait, pagesBatch)
-	l.rounds = newBatcher(pages(cursor.Rounds), wait, pagesBatch)
-	return l
-}
-
-// prime caches a run read in the operation's snapshot, so that asking for
-// it again (the parent of each child of a page is the page's anchor) costs
-// no statement. Errors are not cached: they are reported where they occur.
-func (l *loaders) prime(id string, res snapshot.Result) {
-	if res.Err == nil && res.Snapshot != nil {
-		l.runs.prime(id, res.Snapshot)
+	of := func(kind cursor.Kind) func(context.Context, []snapshot.PageRequest) ([]snapshot.Result[*snapshot.Page], error) {
+		return func(ctx context.Context, reqs []snapshot.PageRequest) ([]snapshot.Result[*snapshot.Page], error) {
+			return reader.Pages(ctx, kind, reqs)
+		}
 	}
+	l.children = newLoader(pages(of(cursor.Children)), pagesBatch)
+	l.rounds = newLoader(pages(of(cursor.Rounds)), pagesBatch)
+	j := l.journal
+	l.flushers = []func(context.Context){l.runs.flush, l.children.flush, l.rounds.flush,
+		j.steps.flush, j.inbound.flush, j.runEvents.flush, j.current.flush, j.step.flush, j.attempts.flush}
+	return l
 }
 
 type loadersKey struct{}
@@ -165,27 +290,29 @@ func loadersFrom(ctx context.Context) *loaders {
 	return l
 }
 
-// loadAll loads keys with one batch and returns the values with per-key
-// errors, as gqlgen's batch resolvers want them.
-func loadAll[K comparable, V any](ctx context.Context, l *batcher[K, V], keys []K) ([]V, error) {
-	thunks := make([]func() (V, error), len(keys))
-	for i, k := range keys {
-		thunks[i] = l.LoadThunk(ctx, k)
-	}
-	out := make([]V, len(keys))
-	var errs []error
-	for i, thunk := range thunks {
-		v, err := thunk()
-		out[i] = v
-		if err != nil {
-			if errs == nil {
-				errs = make([]error, len(keys))
-			}
-			errs[i] = err
+// pageLoader makes the fetch of a loader of pages from a batch read and
+// what to make of each of its results.
+func pageLoader[R, P any](read func(context.Context, []snapshot.PageRequest) ([]R, error), split func(R) (P, error)) func(context.Context, []pageKey) ([]P, []error) {
+	return func(ctx context.Context, keys []pageKey) ([]P, []error) {
+		reqs := make([]snapshot.PageRequest, len(keys))
+		for i, k := range keys {
+			reqs[i] = k.request()
 		}
+		res, err := read(ctx, reqs)
+		return spread(len(keys), err, func(i int) (P, error) { return split(res[i]) })
 	}
-	if errs != nil {
-		return out, batchErrors(errs)
+}
+
+// spread makes the values and errors of a loader's batch of n keys: err
+// for every key when the batch read failed, else what each gives.
+func spread[V any](n int, err error, each func(i int) (V, error)) ([]V, []error) {
+	out, errs := make([]V, n), make([]error, n)
+	for i := range n {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		out[i], errs[i] = each(i)
 	}
-	return out, nil
+	return out, errs
 }

@@ -3050,7 +3050,7 @@ func (ec *executionContext) marshalNRunEdge2githubᚗcomᚋflowsnapᚋflowsnap�
 }
 
 func (ec *executionContext) marshalNRunEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.Edge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNRunEdge2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐEdge(ctx, sel, v[i])
@@ -3104,7 +3104,7 @@ func (ec *executionContext) marshalNSnapshot2ᚕgithubᚗcomᚋflowsnapᚋflowsn
 			ctx = graphql.WithBatchParents(ctx, "Run", batchItemsRun, batchIdxMapRun)
 		}
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOSnapshot2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐSnapshot(ctx, sel, v[i])
@@ -3215,7 +3215,7 @@ func (ec *executionContext) marshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflows
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatus(ctx, sel, v[i])
@@ -3283,7 +3283,7 @@ func (ec *executionContext) marshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflo
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKind(ctx, sel, v[i])

@@ -8,7 +8,6 @@ package graph
 import (
 	"context"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -23,29 +22,27 @@ func (r *queryResolver) Position(ctx context.Context) (*snapshot.Position, error
 
 // Run is the resolver for the run field.
 func (r *queryResolver) Run(ctx context.Context, id string) (snapshot.Snapshot, error) {
-	l := loadersFrom(ctx)
-	l.roots.Do(func() { _, _ = l.runs.readAhead(ctx, rootRunIDs(ctx), runsBatch) })
-	snap, err := l.runs.Load(ctx, id)
-	if run, ok := snap.(*snapshot.Run); ok {
-		prefetch(ctx, graphql.GetFieldContext(ctx).Field.Selections, []*snapshot.Run{run})
-	}
-	return snap, err
+	l := readAhead(ctx)
+	return l.runs.one(ctx, id)
 }
 
 // Runs is the resolver for the runs field.
 func (r *queryResolver) Runs(ctx context.Context, ids []string) ([]snapshot.Snapshot, error) {
-	res, err := r.Reader.Runs(ctx, ids)
+	keys, err := runsKeys(ids)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]snapshot.Snapshot, len(res))
-	l := loadersFrom(ctx)
-	for i, e := range res {
-		out[i] = elementResult(ctx, i, e.Snapshot, e.Err)
-		l.prime(ids[i], e)
+	if len(keys) == 0 {
+		// An empty batch still reads the position.
+		_, err := r.Reader.Position(ctx)
+		return []snapshot.Snapshot{}, err
 	}
-	prefetch(ctx, graphql.GetFieldContext(ctx).Field.Selections, onlyRuns(out))
-	return out, nil
+	got, err := readAhead(ctx).runs.get(ctx, keys)
+	errs := elementErrors(err)
+	for i := range got {
+		got[i] = elementResult(ctx, i, got[i], errs(i))
+	}
+	return got, nil
 }
 
 // Node is the resolver for the node field.
@@ -56,52 +53,33 @@ func (r *queryResolver) Node(ctx context.Context, id string) (snapshot.Snapshot,
 
 // Parent is the batch resolver for the parent field.
 func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Snapshot, error) {
-	var ids []string
-	var at []int
-	for i, run := range objs {
-		if run.ExecutionParentID != nil {
-			ids = append(ids, *run.ExecutionParentID)
-			at = append(at, i)
-		}
-	}
-	out := make([]snapshot.Snapshot, len(objs))
-	got, err := loadAll(ctx, loadersFrom(ctx).runs, ids)
-	for k, i := range at {
-		out[i] = got[k]
-	}
-	return out, spreadErrors(err, at, len(objs))
+	keys, at := parentKeys(objs)
+	got, err := loadersFrom(ctx).runs.get(ctx, keys)
+	return placeAt(got, err, at, len(objs))
 }
 
 // Children is the batch resolver for the children field.
 func (r *runResolver) Children(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
-	keys := make([]pageKey, len(objs))
-	for i, run := range objs {
-		keys[i] = newPageKey(run.ID, "", first, after)
-	}
-	return loadAll(ctx, loadersFrom(ctx).children, keys)
+	return loadersFrom(ctx).children.get(ctx, childrenKeys(objs, first, after))
 }
 
 // Rounds is the batch resolver for the rounds field.
 func (r *runResolver) Rounds(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
-	keys := make([]pageKey, len(objs))
-	for i, run := range objs {
-		keys[i] = newPageKey(run.ID, run.LineageID, first, after)
-	}
-	return loadAll(ctx, loadersFrom(ctx).rounds, keys)
+	return loadersFrom(ctx).rounds.get(ctx, roundsKeys(objs, first, after))
 }
 
 // Nodes is the resolver for the nodes field.
 func (r *runConnectionResolver) Nodes(ctx context.Context, obj *snapshot.Page) ([]snapshot.Snapshot, error) {
 	out := make([]snapshot.Snapshot, len(obj.Edges))
 	for i, e := range obj.Edges {
-		out[i] = elementResult(ctx, i, e.Node.Snapshot, e.Node.Err)
+		out[i] = elementResult(ctx, i, e.Node.Value, e.Node.Err)
 	}
 	return out, nil
 }
 
 // Node is the resolver for the node field.
 func (r *runEdgeResolver) Node(ctx context.Context, obj *snapshot.Edge) (snapshot.Snapshot, error) {
-	return obj.Node.Snapshot, obj.Node.Err
+	return obj.Node.Get()
 }
 
 // Query returns QueryResolver implementation.

@@ -168,13 +168,13 @@ func transfer(ctx context.Context, db *store.DB, from, to string, amount int64) 
 func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, byPages bool) (sum int64, count int, pos snapshot.Position, maxRev int64, err error) {
 	ctx, rd := r.Begin(ctx)
 	defer rd.End()
-	add := func(res snapshot.Result) error {
+	add := func(res snapshot.Result[snapshot.Snapshot]) error {
 		if res.Err != nil {
 			return res.Err
 		}
-		run, ok := res.Snapshot.(*snapshot.Run)
+		run, ok := res.Value.(*snapshot.Run)
 		if !ok {
-			return fmt.Errorf("account %s is missing", res.Snapshot.SnapshotID())
+			return fmt.Errorf("account %s is missing", res.Value.SnapshotID())
 		}
 		var a account
 		if err := json.Unmarshal(run.State, &a); err != nil {

@@ -29,6 +29,7 @@ func BenchmarkBatch100(b *testing.B) {
 			}
 			ids := sampleRunIDs(b, f, 100)
 			b.Run("flowsnap", func(b *testing.B) {
+				b.ReportAllocs()
 				for b.Loop() {
 					rctx, rd := f.r.Begin(ctx)
 					res, err := f.r.Runs(rctx, ids)
@@ -45,6 +46,7 @@ func BenchmarkBatch100(b *testing.B) {
 			})
 			b.Run("rawSQL", func(b *testing.B) {
 				query, args := rawRunsQuery(ids)
+				b.ReportAllocs()
 				for b.Loop() {
 					if n := rawRuns(b, f.ro, query, args); n != len(ids) {
 						b.Fatalf("read %d runs, want %d", n, len(ids))
@@ -179,6 +181,7 @@ func BenchmarkChildrenPage(b *testing.B) {
 			} {
 				b.Run(c.name, func(b *testing.B) {
 					first := 100
+					b.ReportAllocs()
 					for b.Loop() {
 						rctx, rd := f.r.Begin(ctx)
 						p, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "hub", First: &first, After: c.after})

@@ -84,7 +84,10 @@ func (r *Reader) Changes(ctx context.Context, req ChangesRequest) (*ChangeFeed, 
 }
 
 func (q *querier) changes(req ChangesRequest, size int) (*ChangeFeed, error) {
-	pos := q.pos()
+	pos, err := q.position()
+	if err != nil {
+		return nil, err
+	}
 	if req.Source != nil && *req.Source != pos.Source {
 		return nil, fault.Errorf(fault.SourceChanged, "source %s is not this store's (%s): resync from revision 0", Quote(*req.Source), pos.Source)
 	}

@@ -182,9 +182,9 @@ func TestChangesProjection(t *testing.T) {
 				if res[i].Err != nil {
 					t.Fatalf("reading %q: %v", c.RunID, res[i].Err)
 				}
-				run, _ := res[i].Snapshot.(*snapshot.Run)
+				run, _ := res[i].Value.(*snapshot.Run)
 				if (run == nil) != c.Deleted || (run != nil && run.Revision != c.Revision) {
-					t.Fatalf("change %+v read as %#v in the same snapshot", c, res[i].Snapshot)
+					t.Fatalf("change %+v read as %#v in the same snapshot", c, res[i].Value)
 				}
 				projection[c.RunID] = entry{c.Revision, run}
 			}
@@ -229,7 +229,7 @@ func TestChangesProjection(t *testing.T) {
 			ids := all[i:min(i+snapshot.MaxBatch, len(all))]
 			for k, res := range f.runs(t, ids...) {
 				p := projection[ids[k]]
-				switch s := res.Snapshot.(type) {
+				switch s := res.Value.(type) {
 				case *snapshot.Run:
 					live++
 					if !reflect.DeepEqual(s, p.run) {

@@ -164,11 +164,11 @@ func exerciseBatches(t *testing.T, d store.Dialect) {
 		ids := []string{"b", "a", "nobody", "b", "a", "b"}
 		res := f.runs(t, ids...)
 		for i, id := range ids {
-			if res[i].Err != nil || res[i].Snapshot.SnapshotID() != id {
+			if res[i].Err != nil || res[i].Value.SnapshotID() != id {
 				t.Fatalf("element %d: %#v, want the snapshot of %q", i, res[i], id)
 			}
 		}
-		if res[0].Snapshot != res[3].Snapshot && !reflect.DeepEqual(res[0].Snapshot, res[3].Snapshot) {
+		if res[0].Value != res[3].Value && !reflect.DeepEqual(res[0].Value, res[3].Value) {
 			t.Fatal("duplicates answered differently")
 		}
 	})
@@ -206,7 +206,7 @@ func exerciseBatches(t *testing.T, d store.Dialect) {
 		res := must(f.r.Runs(rctx, []string{"a", "b", "gone", "reborn"}))
 		pos, _ := rd.Position()
 		for _, r := range res {
-			switch s := r.Snapshot.(type) {
+			switch s := r.Value.(type) {
 			case *snapshot.Run:
 				if s.Revision < 1 || s.Revision > pos.Revision {
 					t.Fatalf("run %s at revision %d, position %d", s.ID, s.Revision, pos.Revision)
@@ -231,7 +231,7 @@ func exerciseBatches(t *testing.T, d store.Dialect) {
 			t.Fatalf("Runs(200 ids): %d results, %v", len(res), err)
 		}
 		for i, r := range res {
-			if r.Err != nil || r.Snapshot.SnapshotID() != ids[i] {
+			if r.Err != nil || r.Value.SnapshotID() != ids[i] {
 				t.Fatalf("element %d: %#v, want %q", i, r, ids[i])
 			}
 		}
@@ -272,7 +272,7 @@ func exerciseIDs(t *testing.T, d store.Dialect) {
 			res := f.runs(t, "ok", c.id, "ok", c.id)
 			mustRun(t, res[0])
 			mustRun(t, res[2])
-			for _, r := range []snapshot.Result{res[1], res[3]} {
+			for _, r := range []snapshot.Result[snapshot.Snapshot]{res[1], res[3]} {
 				if c.valid {
 					if run := mustRun(t, r); run.ID != c.id {
 						t.Fatalf("read run %q, want the id unchanged", snapshot.Quote(run.ID))
@@ -280,8 +280,8 @@ func exerciseIDs(t *testing.T, d store.Dialect) {
 					continue
 				}
 				wantCode(t, r.Err, fault.BadUserInput)
-				if r.Snapshot != nil {
-					t.Fatalf("a refused id has a snapshot: %#v", r.Snapshot)
+				if r.Value != nil {
+					t.Fatalf("a refused id has a snapshot: %#v", r.Value)
 				}
 				if msg := fault.MessageOf(r.Err); len(msg) > 200 {
 					t.Fatalf("the message quotes too much: %d bytes", len(msg))
@@ -648,11 +648,11 @@ func exerciseChildren(t *testing.T, d store.Dialect) {
 		}
 		wantCode(t, res[2].Err, fault.BadUserInput)
 		for i, n := range map[int]int{0: 5, 1: 3, 3: 0, 4: 10} {
-			if res[i].Err != nil || len(res[i].Page.Edges) != n {
+			if res[i].Err != nil || len(res[i].Value.Edges) != n {
 				t.Fatalf("page %d: %v, want %d edges", i, res[i].Err, n)
 			}
 		}
-		if got := edgeIDs(res[0].Page.Edges); !slices.Equal(got, wantIDs[:5]) {
+		if got := edgeIDs(res[0].Value.Edges); !slices.Equal(got, wantIDs[:5]) {
 			t.Fatalf("page 0: %v", got)
 		}
 		if n := rd.Statements(); n != 2 {
@@ -789,11 +789,11 @@ func exerciseCursors(t *testing.T, d store.Dialect) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res[0].Err != nil || len(res[0].Page.Edges) == 0 {
+			if res[0].Err != nil || len(res[0].Value.Edges) == 0 {
 				t.Fatalf("the good page of the batch failed: %v", res[0].Err)
 			}
 			fe := wantCode(t, res[1].Err, fault.BadCursor)
-			if res[1].Page != nil {
+			if res[1].Value != nil {
 				t.Fatalf("a bad cursor has a page")
 			}
 			if !strings.Contains(fe.Message, c.mention) {
@@ -968,7 +968,7 @@ func exerciseBrokenRows(t *testing.T, d store.Dialect) {
 			res := f.runs(t, "good-1", id, "good-2", id)
 			mustRun(t, res[0])
 			mustRun(t, res[2])
-			for _, r := range []snapshot.Result{res[1], res[3]} {
+			for _, r := range []snapshot.Result[snapshot.Snapshot]{res[1], res[3]} {
 				fe := wantCode(t, r.Err, fault.DecodeFailed)
 				if !strings.Contains(fe.Message, c.says) || !strings.Contains(fe.Message, id) {
 					t.Fatalf("message %q does not name the run and mention %q", fe.Message, c.says)
@@ -976,8 +976,8 @@ func exerciseBrokenRows(t *testing.T, d store.Dialect) {
 				if fe.RunID != id {
 					t.Fatalf("the error names run %q, want %q", fe.RunID, id)
 				}
-				if r.Snapshot != nil {
-					t.Fatalf("a broken row returned data: %#v", r.Snapshot)
+				if r.Value != nil {
+					t.Fatalf("a broken row returned data: %#v", r.Value)
 				}
 				for _, text := range []string{r.Err.Error(), fault.MessageOf(r.Err)} {
 					if what, ok := containsAny(text, token, "SELECT", "WHERE", tmp); ok {
@@ -1001,7 +1001,7 @@ func exerciseBrokenRows(t *testing.T, d store.Dialect) {
 		}
 		mustRun(t, p.Edges[0].Node)
 		mustRun(t, p.Edges[2].Node)
-		if fe := wantCode(t, p.Edges[1].Node.Err, fault.DecodeFailed); fe.RunID != "lin-1" || p.Edges[1].Node.Snapshot != nil {
+		if fe := wantCode(t, p.Edges[1].Node.Err, fault.DecodeFailed); fe.RunID != "lin-1" || p.Edges[1].Node.Value != nil {
 			t.Fatalf("broken edge: %+v", p.Edges[1].Node)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
 )
 
 // runColumns are the columns of a run read, in the order rawRun.dest scans
@@ -26,8 +27,8 @@ const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END`
 
-func (q *querier) selectRuns() string {
-	return `WITH q(id) AS (` + q.dialect().TextList(1) + `)
+func selectRuns(d store.Dialect) string {
+	return `WITH q(id) AS (` + d.TextList(1) + `)
 SELECT ` + runColumns + `
 FROM q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
@@ -303,38 +304,119 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 }
 
 // state returns the state column and its flowName, which must be a
-// non-empty string in a JSON object. One json.Unmarshal both validates the
-// whole document and finds the name; the state is the largest column of a
-// run, and this is the hottest decoding there is.
+// non-empty string in a JSON object. The state is the largest column of a
+// run and this is the hottest decoding there is, so it validates the
+// document with json.Valid, which allocates nothing, finds flowName with a
+// scan of the top level, and unmarshals that value alone.
 func state(d *decodeError, v any) (json.RawMessage, string) {
 	s := d.text("state_json", v)
 	if d.msg != "" {
 		return nil, ""
 	}
-	var probe struct {
-		FlowName json.RawMessage `json:"flowName"`
-	}
-	if err := json.Unmarshal([]byte(s), &probe); err != nil {
-		if !json.Valid([]byte(s)) {
-			d.fail("column state_json is not valid JSON")
-		} else {
-			d.fail("state_json is not a JSON object")
-		}
+	doc := []byte(s)
+	if !json.Valid(doc) {
+		d.fail("column state_json is not valid JSON")
 		return nil, ""
 	}
-	if t := strings.TrimLeft(s, " \t\r\n"); t == "" || t[0] != '{' {
+	raw, found, object := topLevelValue(doc, "flowName")
+	switch {
+	case !object:
 		d.fail("state_json is not a JSON object")
 		return nil, ""
-	}
-	if probe.FlowName == nil {
+	case !found:
 		d.fail("state_json has no flowName")
 		return nil, ""
 	}
 	var name string
-	if err := json.Unmarshal(probe.FlowName, &name); err != nil || strings.TrimSpace(name) == "" {
+	if err := json.Unmarshal(raw, &name); err != nil || strings.TrimSpace(name) == "" {
 		d.fail("state_json's flowName is not a non-empty string")
 	}
-	return json.RawMessage(s), name
+	return doc, name
+}
+
+// topLevelValue returns the value of key in the top level of doc, which
+// must be valid JSON (see json.Valid); the last one when key repeats, as
+// encoding/json takes it. object is false when doc is not an object.
+func topLevelValue(doc []byte, key string) (val []byte, found, object bool) {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return nil, false, false
+	}
+	i++
+	for {
+		i = skipSpace(doc, i)
+		if doc[i] == '}' {
+			return val, found, true
+		}
+		if doc[i] == ',' {
+			i = skipSpace(doc, i+1)
+		}
+		keyEnd := skipString(doc, i)
+		k := doc[i+1 : keyEnd-1]
+		i = skipSpace(doc, keyEnd) + 1 // the colon
+		i = skipSpace(doc, i)
+		end := skipValue(doc, i)
+		if string(k) == key || bytes.IndexByte(k, '\\') >= 0 && unquotes(doc[keyEnd-len(k)-2:keyEnd], key) {
+			val, found = doc[i:end], true
+		}
+		i = end
+	}
+}
+
+// unquotes says that the JSON string quoted is key.
+func unquotes(quoted []byte, key string) bool {
+	var s string
+	return json.Unmarshal(quoted, &s) == nil && s == key
+}
+
+func skipSpace(doc []byte, i int) int {
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\r' || doc[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at i.
+func skipString(doc []byte, i int) int {
+	for i++; i < len(doc); i++ {
+		switch doc[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index after the value that starts at i.
+func skipValue(doc []byte, i int) int {
+	switch doc[i] {
+	case '"':
+		return skipString(doc, i)
+	case '{', '[':
+		depth := 0
+		for i < len(doc) {
+			switch doc[i] {
+			case '"':
+				i = skipString(doc, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(doc) && !strings.ContainsRune(",}] \t\r\n", rune(doc[i])) {
+		i++
+	}
+	return i
 }
 
 func cancelAck(d *decodeError, raw json.RawMessage) *CancelAcknowledgement {

@@ -92,7 +92,7 @@ func (f *fixture) storePosition(t testing.TB) snapshot.Position {
 }
 
 // runs reads ids in a read of their own.
-func (f *fixture) runs(t testing.TB, ids ...string) []snapshot.Result {
+func (f *fixture) runs(t testing.TB, ids ...string) []snapshot.Result[snapshot.Snapshot] {
 	t.Helper()
 	res, err := f.r.Runs(context.Background(), ids)
 	if err != nil {
@@ -110,26 +110,26 @@ func (f *fixture) observed(t testing.TB, id string) *snapshot.Run {
 	return mustRun(t, f.runs(t, id)[0])
 }
 
-func mustRun(t testing.TB, res snapshot.Result) *snapshot.Run {
+func mustRun(t testing.TB, res snapshot.Result[snapshot.Snapshot]) *snapshot.Run {
 	t.Helper()
 	if res.Err != nil {
 		t.Fatalf("want an observed run, got error %v", res.Err)
 	}
-	run, ok := res.Snapshot.(*snapshot.Run)
+	run, ok := res.Value.(*snapshot.Run)
 	if !ok {
-		t.Fatalf("want an observed run, got %#v", res.Snapshot)
+		t.Fatalf("want an observed run, got %#v", res.Value)
 	}
 	return run
 }
 
-func mustMissing(t testing.TB, res snapshot.Result) *snapshot.Missing {
+func mustMissing(t testing.TB, res snapshot.Result[snapshot.Snapshot]) *snapshot.Missing {
 	t.Helper()
 	if res.Err != nil {
 		t.Fatalf("want a missing run, got error %v", res.Err)
 	}
-	m, ok := res.Snapshot.(*snapshot.Missing)
+	m, ok := res.Value.(*snapshot.Missing)
 	if !ok {
-		t.Fatalf("want a missing run, got %#v", res.Snapshot)
+		t.Fatalf("want a missing run, got %#v", res.Value)
 	}
 	return m
 }

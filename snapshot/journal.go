@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
 )
 
 // The run journal (SPEC §1.5) is read like children and rounds: a batch of
@@ -53,37 +54,27 @@ func latestAttempt(alias string) string {
 const inboundColumns = `e.run_id AS e_run, e.event_id AS e_id, e.event_name AS e_name, e.payload AS e_payload,
 	e.created_at_ms AS e_created, e.claimed_by AS e_by, e.claimed_at_ms AS e_at`
 
-// journalList is one kind of journal list: its cursor kind and its keyset
-// query, a page's slice of the one statement that reads a batch of pages.
-// The query's first two columns are the row's ordinal and tie-breaking id
-// (what its cursor holds); the rest are the row's own. Its placeholders are
-// %[1]d the run, %[2]d the ordinal after which the page starts, %[3]d the
-// id after which it starts (for lists whose ordinals repeat) and %[4]d the
-// limit: one more than the page size, so that hasNextPage needs no second
-// look.
-type journalList struct {
-	kind    cursor.Kind
-	keyset  string
-	hasLast bool
-}
+// journalPages wraps the union of a journal list's slices; UNION ALL keeps
+// no order of its own, and sorting at most 500 pages of 201 rows is cheap.
+func journalPages(union string) string { return union + "\nORDER BY 1, 2, 3" }
 
 // Steps are ordered by (creation time, step id), a range scan of the index
 // flows_steps_by_run_created, so a page costs the same at any depth.
-var stepList = journalList{kind: cursor.Steps, hasLast: true, keyset: `SELECT s.created_at_ms AS ord, s.step_id AS id, ` + stepColumns + `
+var stepList = pageList{kind: cursor.Steps, hasLast: true, cols: "p.*", statement: journalPages, keyset: `SELECT s.created_at_ms AS ord, s.step_id AS id, ` + stepColumns + `
 	FROM flows_steps AS s` + stepJoins + `
 	WHERE s.run_id = $%[1]d AND (s.created_at_ms, s.step_id) > ($%[2]d, $%[3]d)
 	ORDER BY s.created_at_ms, s.step_id LIMIT $%[4]d`}
 
 // Inbound events are ordered by (creation time, event id), like steps, on
 // the index flows_inbound_events_by_run_created.
-var inboundList = journalList{kind: cursor.InboundEvents, hasLast: true, keyset: `SELECT e.created_at_ms AS ord, e.event_id AS id, ` + inboundColumns + `
+var inboundList = pageList{kind: cursor.InboundEvents, hasLast: true, cols: "p.*", statement: journalPages, keyset: `SELECT e.created_at_ms AS ord, e.event_id AS id, ` + inboundColumns + `
 	FROM flows_inbound_events AS e
 	WHERE e.run_id = $%[1]d AND (e.created_at_ms, e.event_id) > ($%[2]d, $%[3]d)
 	ORDER BY e.created_at_ms, e.event_id LIMIT $%[4]d`}
 
 // Run events are ordered by seq, unique within a run: a range scan of the
 // primary key.
-var runEventList = journalList{kind: cursor.Events, keyset: `SELECT v.seq AS ord, '' AS id,
+var runEventList = pageList{kind: cursor.Events, cols: "p.*", statement: journalPages, keyset: `SELECT v.seq AS ord, '' AS id,
 	v.run_id AS v_run, v.seq AS v_seq, v.recorded_at_ms AS v_at, v.type AS v_type, v.cancellation_reason AS v_reason
 	FROM flows_run_events AS v
 	WHERE v.run_id = $%[1]d AND v.seq > $%[2]d
@@ -94,158 +85,51 @@ var runEventList = journalList{kind: cursor.Events, keyset: `SELECT v.seq AS ord
 // batch's size. Each request's Anchor is the run; Lineage is unused.
 // Results are in request order; a bad page size or cursor fails only its
 // request, a broken row only its edge.
-func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]StepPageResult, error) {
+func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*StepPage], error) {
 	var raw rawStep
-	edges, infos, err := readJournalPages(ctx, r, stepList, reqs, raw.dest(), func(c string) StepEdge {
-		step, err := raw.decode()
-		return StepEdge{Cursor: c, Step: step, Err: err}
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]StepPageResult, len(reqs))
-	for i, info := range infos {
-		if out[i].Err = info.err; info.err == nil {
-			out[i].Page = &StepPage{Anchor: reqs[i].Anchor, Edges: edges[i], PageInfo: info.pageInfo}
-		}
-	}
-	return out, nil
+	return readPages(ctx, r, stepList, reqs, raw.dest(),
+		func(_ Position, c string, _ int64) StepEdge {
+			step, err := raw.decode()
+			return StepEdge{Cursor: c, Step: step, Err: err}
+		},
+		func(req PageRequest, edges []StepEdge, info PageInfo) *StepPage {
+			return &StepPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
+		})
 }
 
 // InboundEventPages reads a batch of pages of the events sent to runs,
 // ordered by (creation time, event id), in one statement. It reports
 // errors as StepPages does.
-func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]InboundEventPageResult, error) {
+func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*InboundEventPage], error) {
 	var raw rawInbound
-	edges, infos, err := readJournalPages(ctx, r, inboundList, reqs, raw.dest(), func(c string) InboundEventEdge {
-		ev, err := raw.decode()
-		return InboundEventEdge{Cursor: c, Event: ev, Err: err}
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]InboundEventPageResult, len(reqs))
-	for i, info := range infos {
-		if out[i].Err = info.err; info.err == nil {
-			out[i].Page = &InboundEventPage{Anchor: reqs[i].Anchor, Edges: edges[i], PageInfo: info.pageInfo}
-		}
-	}
-	return out, nil
+	return readPages(ctx, r, inboundList, reqs, raw.dest(),
+		func(_ Position, c string, _ int64) InboundEventEdge {
+			ev, err := raw.decode()
+			return InboundEventEdge{Cursor: c, Event: ev, Err: err}
+		},
+		func(req PageRequest, edges []InboundEventEdge, info PageInfo) *InboundEventPage {
+			return &InboundEventPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
+		})
 }
 
 // RunEventPages reads a batch of pages of runs' lifecycle logs, ordered by
 // seq, in one statement. It reports errors as StepPages does.
-func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]RunEventPageResult, error) {
+func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*RunEventPage], error) {
 	var raw rawRunEvent
-	edges, infos, err := readJournalPages(ctx, r, runEventList, reqs, raw.dest(), func(c string) RunEventEdge {
-		ev, err := raw.decode()
-		return RunEventEdge{Cursor: c, Event: ev, Err: err}
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RunEventPageResult, len(reqs))
-	for i, info := range infos {
-		if out[i].Err = info.err; info.err == nil {
-			out[i].Page = &RunEventPage{Anchor: reqs[i].Anchor, Edges: edges[i], PageInfo: info.pageInfo}
-		}
-	}
-	return out, nil
-}
-
-// readJournalPages reads the pages of list for reqs in the read carried by
-// ctx, scanning each row into dest and making its edge with edge: per
-// request, its edges and its page info or error.
-func readJournalPages[E any](ctx context.Context, r *Reader, list journalList, reqs []PageRequest, dest []any, edge func(cursor string) E) ([][]E, []journalPageInfo, error) {
-	edges := make([][]E, len(reqs))
-	var infos []journalPageInfo
-	err := r.with(ctx, func(q *querier) error {
-		var err error
-		infos, err = q.journalPages(list, reqs, dest, func(i int, c string) {
-			edges[i] = append(edges[i], edge(c))
+	return readPages(ctx, r, runEventList, reqs, raw.dest(),
+		func(_ Position, c string, _ int64) RunEventEdge {
+			ev, err := raw.decode()
+			return RunEventEdge{Cursor: c, Event: ev, Err: err}
+		},
+		func(req PageRequest, edges []RunEventEdge, info PageInfo) *RunEventPage {
+			return &RunEventPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
 		})
-		return err
-	})
-	return edges, infos, err
 }
 
-// journalPageInfo is what journalPages tells of one request: its page info,
-// or the error it alone failed with.
-type journalPageInfo struct {
-	pageInfo PageInfo
-	err      error
-}
-
-// journalPages reads the rows of a batch of pages of list l in one
-// statement. For each row of a page it scans the row's own columns into
-// dest and calls keep with the request's index and the row's cursor, in
-// list order.
-func (q *querier) journalPages(l journalList, reqs []PageRequest, dest []any, keep func(req int, cursor string)) ([]journalPageInfo, error) {
-	infos := make([]journalPageInfo, len(reqs))
-	wants, errs := q.pageWants(l.kind, reqs, func(req PageRequest) string { return req.Anchor })
-	for i, err := range errs {
-		infos[i].err = err
-	}
-	if len(wants) == 0 {
-		return infos, nil
-	}
-
-	union, args := keysetUnion(l.keyset, "p.*", wants, l.hasLast)
-	// UNION ALL keeps no order of its own; sorting at most 500 pages of 201
-	// rows is cheap.
-	rows, err := q.query(union+"\nORDER BY 1, 2, 3", args...)
-	if err != nil {
-		return nil, persistence(err, "reading "+string(l.kind))
-	}
-	defer rows.Close()
-	var wi int64
-	var ord, id any
-	scan := append([]any{&wi, &ord, &id}, dest...)
-	counts := make([]int, len(wants))
-	starts := make([]string, len(wants))
-	ends := make([]string, len(wants))
-	for rows.Next() {
-		if err := rows.Scan(scan...); err != nil {
-			return nil, persistence(err, "reading "+string(l.kind))
-		}
-		if wi < 0 || int(wi) >= len(wants) {
-			return nil, fault.Errorf(fault.PersistenceFailed, "the store answered a page nobody asked for")
-		}
-		w := wants[wi]
-		if counts[wi] == w.size {
-			infos[w.req].pageInfo.HasNextPage = true
-			continue
-		}
-		counts[wi]++
-		// The keyset columns are NOT NULL integers and text in typed
-		// columns; should one still not convert, its row fails to decode
-		// on its own and the cursor merely cannot be continued from.
-		o, _ := toInt(ord)
-		s, _ := toText(id)
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
-		if counts[wi] == 1 {
-			starts[wi] = c
-		}
-		ends[wi] = c
-		keep(w.req, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, persistence(err, "reading "+string(l.kind))
-	}
-	for i, w := range wants {
-		if counts[i] > 0 {
-			start, end := starts[i], ends[i]
-			infos[w.req].pageInfo.StartCursor = &start
-			infos[w.req].pageInfo.EndCursor = &end
-		}
-	}
-	return infos, nil
-}
-
-// Steps reads steps by key in one statement: one StepResult per key, in
+// Steps reads steps by key in one statement: one Result[Step] per key, in
 // request order, with a nil Step where the run has no such step.
-func (r *Reader) Steps(ctx context.Context, keys []StepKey) ([]StepResult, error) {
-	var out []StepResult
+func (r *Reader) Steps(ctx context.Context, keys []StepKey) ([]Result[Step], error) {
+	var out []Result[Step]
 	err := r.with(ctx, func(q *querier) error {
 		var err error
 		out, err = q.steps(keys)
@@ -254,38 +138,30 @@ func (r *Reader) Steps(ctx context.Context, keys []StepKey) ([]StepResult, error
 	return out, err
 }
 
-func (q *querier) selectSteps() string {
-	return `WITH k(id, sub) AS (` + q.dialect().TextPairs(1) + `)
+func selectSteps(d store.Dialect) string {
+	return `WITH k(id, sub) AS (` + d.TextPairs(1) + `)
 SELECT ` + stepColumns + `
 FROM k JOIN flows_steps AS s ON s.run_id = k.id AND s.step_id = k.sub` + stepJoins
 }
 
-func (q *querier) steps(keys []StepKey) ([]StepResult, error) {
-	out := make([]StepResult, len(keys))
-	index, pairs := indexKeys(keys, out, func(r *StepResult, err error) { r.Err = err })
+func (q *querier) steps(keys []StepKey) ([]Result[Step], error) {
+	out := make([]Result[Step], len(keys))
+	index, pairs := indexKeys(keys, out, func(r *Result[Step], err error) { r.Err = err })
 	if len(pairs) == 0 {
 		return out, nil
 	}
-	rows, err := q.query(q.selectSteps(), q.dialect().TextPairsArg(pairs))
-	if err != nil {
-		return nil, persistence(err, "reading steps")
-	}
-	defer rows.Close()
 	var raw rawStep
-	dest := raw.dest()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, persistence(err, "reading steps")
-		}
+	err := q.each(selectSteps(q.dialect()), []any{q.dialect().TextPairsArg(pairs)}, raw.dest(), "reading steps", func() error {
 		step, err := raw.decode()
 		runID, _ := toText(raw.runID)
 		stepID, _ := toText(raw.stepID)
 		for _, i := range index[StepKey{RunID: runID, StepID: stepID}] {
-			out[i] = StepResult{Step: step, Err: err}
+			out[i] = Result[Step]{Value: step, Err: err}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, persistence(err, "reading steps")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -318,8 +194,8 @@ func indexKeys[R any](keys []StepKey, out []R, fail func(*R, error)) (map[StepKe
 // StepState.Resolved). A finished run, or one with no unresolved step, has
 // a nil Step. With nested steps the innermost unresolved step is the
 // latest created, so that is the one.
-func (r *Reader) CurrentSteps(ctx context.Context, runs []*Run) ([]StepResult, error) {
-	out := make([]StepResult, len(runs))
+func (r *Reader) CurrentSteps(ctx context.Context, runs []*Run) ([]Result[Step], error) {
+	out := make([]Result[Step], len(runs))
 	index := make(map[string][]int, len(runs))
 	var ids []string
 	for i, run := range runs {
@@ -335,27 +211,15 @@ func (r *Reader) CurrentSteps(ctx context.Context, runs []*Run) ([]StepResult, e
 		return out, nil
 	}
 	err := r.with(ctx, func(q *querier) error {
-		rows, err := q.query(q.selectCurrentSteps(), q.dialect().TextListArg(ids))
-		if err != nil {
-			return persistence(err, "reading current steps")
-		}
-		defer rows.Close()
 		var raw rawStep
-		dest := raw.dest()
-		for rows.Next() {
-			if err := rows.Scan(dest...); err != nil {
-				return persistence(err, "reading current steps")
-			}
+		return q.each(selectCurrentSteps(q.dialect()), []any{q.dialect().TextListArg(ids)}, raw.dest(), "reading current steps", func() error {
 			step, err := raw.decode()
 			runID, _ := toText(raw.runID)
 			for _, i := range index[runID] {
-				out[i] = StepResult{Step: step, Err: err}
+				out[i] = Result[Step]{Value: step, Err: err}
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return persistence(err, "reading current steps")
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -367,8 +231,8 @@ const unresolvedStep = `(c.type <> 'run' AND c.state = 'waiting')
 		OR (c.type = 'run' AND (ca.attempt_id IS NULL OR ca.state = 'started'
 			OR (ca.state = 'failed' AND ca.next_attempt_at_ms IS NOT NULL)))`
 
-func (q *querier) selectCurrentSteps() string {
-	return `WITH q(id) AS (` + q.dialect().TextList(1) + `)
+func selectCurrentSteps(d store.Dialect) string {
+	return `WITH q(id) AS (` + d.TextList(1) + `)
 SELECT ` + stepColumns + `
 FROM q JOIN flows_steps AS s ON s.run_id = q.id AND s.step_id = (
 	SELECT c.step_id FROM flows_steps AS c
@@ -382,11 +246,11 @@ FROM q JOIN flows_steps AS s ON s.run_id = q.id AND s.step_id = (
 // 1..MaxLastAttempts), oldest first, numbered among all of the step's attempts
 // by (start time, attempt id). Results are in request order; a bad last
 // fails only its request, a broken row only its attempt.
-func (r *Reader) Attempts(ctx context.Context, keys []StepKey, last []*int) ([]AttemptsResult, error) {
+func (r *Reader) Attempts(ctx context.Context, keys []StepKey, last []*int) ([]Result[[]Result[*Attempt]], error) {
 	if len(last) != len(keys) {
 		return nil, fmt.Errorf("snapshot: %d keys but %d limits", len(keys), len(last))
 	}
-	out := make([]AttemptsResult, len(keys))
+	out := make([]Result[[]Result[*Attempt]], len(keys))
 	limits := make([]int, len(keys))
 	most := 0
 	for i, n := range last {
@@ -406,7 +270,7 @@ func (r *Reader) Attempts(ctx context.Context, keys []StepKey, last []*int) ([]A
 			valid[i] = k
 		}
 	}
-	index, pairs := indexKeys(valid, out, func(r *AttemptsResult, err error) {
+	index, pairs := indexKeys(valid, out, func(r *Result[[]Result[*Attempt]], err error) {
 		if r.Err == nil {
 			r.Err = err
 		}
@@ -414,27 +278,15 @@ func (r *Reader) Attempts(ctx context.Context, keys []StepKey, last []*int) ([]A
 	if len(pairs) == 0 {
 		return out, nil
 	}
-	got := make(map[StepKey][]AttemptResult, len(pairs))
+	got := make(map[StepKey][]Result[*Attempt], len(pairs))
 	err := r.with(ctx, func(q *querier) error {
-		rows, err := q.query(q.selectAttempts(), q.dialect().TextPairsArg(pairs), int64(most))
-		if err != nil {
-			return persistence(err, "reading attempts")
-		}
-		defer rows.Close()
 		var raw rawAttempt
-		dest := raw.dest()
-		for rows.Next() {
-			if err := rows.Scan(dest...); err != nil {
-				return persistence(err, "reading attempts")
-			}
+		return q.each(selectAttempts(q.dialect()), []any{q.dialect().TextPairsArg(pairs), int64(most)}, raw.dest(), "reading attempts", func() error {
 			a, err := raw.decode()
 			k := StepKey{RunID: raw.runID, StepID: raw.stepID}
-			got[k] = append(got[k], AttemptResult{Attempt: a, Err: err})
-		}
-		if err := rows.Err(); err != nil {
-			return persistence(err, "reading attempts")
-		}
-		return nil
+			got[k] = append(got[k], Result[*Attempt]{Value: a, Err: err})
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -448,7 +300,7 @@ func (r *Reader) Attempts(ctx context.Context, keys []StepKey, last []*int) ([]A
 			// The statement read the most any key asked for; each key
 			// keeps its own latest.
 			own := list[max(0, len(list)-limits[i]):]
-			out[i].Attempts = append([]AttemptResult(nil), own...)
+			out[i].Value = append([]Result[*Attempt](nil), own...)
 		}
 	}
 	return out, nil
@@ -457,8 +309,8 @@ func (r *Reader) Attempts(ctx context.Context, keys []StepKey, last []*int) ([]A
 // selectAttempts numbers every attempt of the asked steps and keeps the
 // latest $2 of each: the number counts all of a step's attempts, not only
 // those returned.
-func (q *querier) selectAttempts() string {
-	return `WITH k(id, sub) AS (` + q.dialect().TextPairs(1) + `),
+func selectAttempts(d store.Dialect) string {
+	return `WITH k(id, sub) AS (` + d.TextPairs(1) + `),
 t AS (
 	SELECT a.run_id, a.step_id, a.attempt_id, a.started_at_ms, a.state, a.ended_at_ms,
 		a.result_type, a.result_json, a.error_message, a.error_name, a.next_attempt_at_ms,

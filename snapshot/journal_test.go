@@ -191,7 +191,7 @@ func (j *journal) stepPage(anchor string, first int, after *string) *snapshot.St
 	if res[0].Err != nil {
 		j.t.Fatalf("steps of %s: %v", anchor, res[0].Err)
 	}
-	return res[0].Page
+	return res[0].Value
 }
 
 // allSteps pages through anchor's steps, first at a time.
@@ -320,17 +320,17 @@ func TestJournal(t *testing.T) {
 				if r.Err != nil {
 					t.Fatalf("attempts %d: %v", i, r.Err)
 				}
-				for _, a := range r.Attempts {
+				for _, a := range r.Value {
 					if a.Err != nil {
 						t.Fatalf("attempt of %d: %v", i, a.Err)
 					}
 				}
 			}
-			fetch := res[0].Attempts
+			fetch := res[0].Value
 			if len(fetch) != 3 {
 				t.Fatalf("fetch has %d attempts", len(fetch))
 			}
-			a1, a2, a3 := fetch[0].Attempt, fetch[1].Attempt, fetch[2].Attempt
+			a1, a2, a3 := fetch[0].Value, fetch[1].Value, fetch[2].Value
 			if a1.Number != 1 || a1.ID != "a1" || a1.State != snapshot.AttemptFailed || *a1.ErrorName != "NetworkError" ||
 				*a1.ErrorMessage != "connection reset" || !eqMillis(a1.NextAttemptAt, ms(2000)) || a1.StartedAt != *ms(1100) ||
 				!eqMillis(a1.EndedAt, ms(1200)) || a1.ResultType != nil || a1.Result != nil {
@@ -343,21 +343,21 @@ func TestJournal(t *testing.T) {
 				string(a3.Result) != `{"ok":true}` || a3.ErrorMessage != nil || a3.NextAttemptAt != nil {
 				t.Errorf("a3 = %+v", a3)
 			}
-			if n := res[1].Attempts[0].Attempt; *n.ResultType != snapshot.ResultJSON || string(n.Result) != "null" {
+			if n := res[1].Value[0].Value; *n.ResultType != snapshot.ResultJSON || string(n.Result) != "null" {
 				t.Errorf("a step that returned null: %+v", n)
 			}
-			if v := res[2].Attempts[0].Attempt; *v.ResultType != snapshot.ResultNone || v.Result != nil {
+			if v := res[2].Value[0].Value; *v.ResultType != snapshot.ResultNone || v.Result != nil {
 				t.Errorf("a step that returned nothing: %+v", v)
 			}
-			charge := res[3].Attempts
-			if len(charge) != 2 || charge[0].Attempt.Number != 2 || charge[1].Attempt.Number != 3 || charge[1].Attempt.NextAttemptAt != nil {
+			charge := res[3].Value
+			if len(charge) != 2 || charge[0].Value.Number != 2 || charge[1].Value.Number != 3 || charge[1].Value.NextAttemptAt != nil {
 				t.Errorf("the last 2 of charge: %+v", charge)
 			}
-			if len(res[4].Attempts) != 0 {
-				t.Errorf("first has attempts: %+v", res[4].Attempts)
+			if len(res[4].Value) != 0 {
+				t.Errorf("first has attempts: %+v", res[4].Value)
 			}
-			if len(res[5].Attempts) != 1 || res[5].Attempts[0].Attempt.Number != 3 {
-				t.Errorf("the last 1 of fetch: %+v", res[5].Attempts)
+			if len(res[5].Value) != 1 || res[5].Value[0].Value.Number != 3 {
+				t.Errorf("the last 1 of fetch: %+v", res[5].Value)
 			}
 		})
 
@@ -369,7 +369,7 @@ func TestJournal(t *testing.T) {
 			}
 			wantCode(t, res[0].Err, fault.BadUserInput)
 			wantCode(t, res[2].Err, fault.BadUserInput)
-			if res[1].Err != nil || len(res[1].Attempts) != 3 {
+			if res[1].Err != nil || len(res[1].Value) != 3 {
 				t.Fatalf("the good request: %+v", res[1])
 			}
 		})
@@ -392,9 +392,9 @@ func TestJournal(t *testing.T) {
 				if r.Err != nil {
 					t.Fatalf("%s: %v", ids[i], r.Err)
 				}
-				if r.Step != nil {
-					got = r.Step.Base().ID
-					if r.Step.Base().State.Resolved() {
+				if r.Value != nil {
+					got = r.Value.Base().ID
+					if r.Value.Base().State.Resolved() {
 						t.Errorf("%s: the current step %s is resolved", ids[i], got)
 					}
 				}
@@ -409,11 +409,11 @@ func TestJournal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res[0].Err != nil || res[0].Step.Base().ID != "outer" || res[1].Step != nil || res[1].Err != nil {
+			if res[0].Err != nil || res[0].Value.Base().ID != "outer" || res[1].Value != nil || res[1].Err != nil {
 				t.Fatalf("steps = %+v", res)
 			}
-			if _, ok := res[2].Step.(*snapshot.WaitStep); !ok {
-				t.Fatalf("approve = %#v", res[2].Step)
+			if _, ok := res[2].Value.(*snapshot.WaitStep); !ok {
+				t.Fatalf("approve = %#v", res[2].Value)
 			}
 		})
 
@@ -422,9 +422,9 @@ func TestJournal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := res[0].Page
-			if len(p.Edges) != 3 || p.PageInfo.HasNextPage || len(res[1].Page.Edges) != 0 || res[1].Page.PageInfo.EndCursor != nil {
-				t.Fatalf("pages = %+v, %+v", p, res[1].Page)
+			p := res[0].Value
+			if len(p.Edges) != 3 || p.PageInfo.HasNextPage || len(res[1].Value.Edges) != 0 || res[1].Value.PageInfo.EndCursor != nil {
+				t.Fatalf("pages = %+v, %+v", p, res[1].Value)
 			}
 			e1, e2, e3 := p.Edges[0].Event, p.Edges[1].Event, p.Edges[2].Event
 			if e1.ID != "e1" || !e1.HasPayload || string(e1.Payload) != "null" || e1.ClaimedBy == nil {
@@ -446,16 +446,16 @@ func TestJournal(t *testing.T) {
 				if err != nil || res[0].Err != nil {
 					t.Fatal(err, res[0].Err)
 				}
-				for _, e := range res[0].Page.Edges {
+				for _, e := range res[0].Value.Edges {
 					types = append(types, fmt.Sprintf("%d:%s", e.Event.Seq, e.Event.Type))
 					if e.Event.Type == snapshot.RunCancelled && (e.Event.CancellationReason == nil || *e.Event.CancellationReason != "operator asked") {
 						t.Errorf("cancelled = %+v", e.Event)
 					}
 				}
-				if !res[0].Page.PageInfo.HasNextPage {
+				if !res[0].Value.PageInfo.HasNextPage {
 					break
 				}
-				after = res[0].Page.PageInfo.EndCursor
+				after = res[0].Value.PageInfo.EndCursor
 			}
 			if got := strings.Join(types, ","); got != "0:created,1:started,2:cancelled" {
 				t.Fatalf("log = %s", got)
@@ -475,7 +475,7 @@ func TestJournal(t *testing.T) {
 			}
 			wantCode(t, steps[0].Err, fault.BadCursor)
 			wantCode(t, steps[1].Err, fault.BadCursor)
-			if steps[2].Err != nil || stepIDs([]snapshot.Step{steps[2].Page.Edges[0].Step}) != "nil" {
+			if steps[2].Err != nil || stepIDs([]snapshot.Step{steps[2].Value.Edges[0].Step}) != "nil" {
 				t.Fatalf("continuing: %+v", steps[2])
 			}
 			events, err := j.r.InboundEventPages(ctx, []snapshot.PageRequest{{Anchor: "retry-ok", After: end}})
@@ -587,7 +587,7 @@ func TestJournalStatements(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, r := range res {
-				runs[i] = r.Snapshot.(*snapshot.Run)
+				runs[i] = r.Value.(*snapshot.Run)
 			}
 			pages, err := j.r.StepPages(ctx, reqs)
 			if err != nil {
@@ -595,7 +595,7 @@ func TestJournalStatements(t *testing.T) {
 			}
 			var keys []snapshot.StepKey
 			for _, p := range pages {
-				for _, e := range p.Page.Edges {
+				for _, e := range p.Value.Edges {
 					keys = append(keys, e.Step.Base().Key())
 				}
 			}
@@ -681,14 +681,14 @@ func TestJournalBrokenRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, inbound[0].Page.Edges[0].Err, fault.DecodeFailed)
+		wantCode(t, inbound[0].Value.Edges[0].Err, fault.DecodeFailed)
 
 		att, err := j.r.Attempts(ctx, []snapshot.StepKey{{RunID: "broken", StepID: "ok-before"}}, []*int{nil})
 		if err != nil {
 			t.Fatal(err)
 		}
-		list := att[0].Attempts
-		if len(list) != 2 || list[0].Err != nil || list[0].Attempt.ID != "good" {
+		list := att[0].Value
+		if len(list) != 2 || list[0].Err != nil || list[0].Value.ID != "good" {
 			t.Fatalf("attempts = %+v", list)
 		}
 		if fe := wantCode(t, list[1].Err, fault.DecodeFailed); !strings.Contains(fe.Message, "without a result type") || fe.RunID != "broken" {
@@ -699,10 +699,10 @@ func TestJournalBrokenRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if edges := log[0].Page.Edges; len(edges) != 2 || edges[0].Err != nil {
+		if edges := log[0].Value.Edges; len(edges) != 2 || edges[0].Err != nil {
 			t.Fatalf("log = %+v", edges)
 		}
-		wantCode(t, log[0].Page.Edges[1].Err, fault.DecodeFailed)
+		wantCode(t, log[0].Value.Edges[1].Err, fault.DecodeFailed)
 
 		// The run is blocked on the wait step it cannot decode.
 		run := j.observed(t, "broken")
@@ -710,8 +710,8 @@ func TestJournalBrokenRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cur[0].Step != nil {
-			t.Fatalf("current = %+v", cur[0].Step.Base())
+		if cur[0].Value != nil {
+			t.Fatalf("current = %+v", cur[0].Value.Base())
 		}
 		wantCode(t, cur[0].Err, fault.DecodeFailed)
 	})

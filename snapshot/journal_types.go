@@ -272,26 +272,6 @@ type RunEvent struct {
 	CancellationReason *string
 }
 
-// StepResult is one step of a batch of step reads, nil when there is no
-// such step, or the DECODE_FAILED error of its row.
-type StepResult struct {
-	Step Step
-	Err  error
-}
-
-// AttemptResult is one attempt, or the DECODE_FAILED error of its row.
-type AttemptResult struct {
-	Attempt *Attempt
-	Err     error
-}
-
-// AttemptsResult is the attempts of one step of a batch, oldest first, or
-// the error the request alone failed with (a bad page size).
-type AttemptsResult struct {
-	Attempts []AttemptResult
-	Err      error
-}
-
 // StepPage is one page of a run's steps, read at the read's position.
 type StepPage struct {
 	Anchor   string
@@ -305,13 +285,6 @@ type StepEdge struct {
 	Cursor string
 	Step   Step
 	Err    error
-}
-
-// StepPageResult is one page of a batch of step page reads, or the error
-// that request alone failed with (a bad page size or cursor).
-type StepPageResult struct {
-	Page *StepPage
-	Err  error
 }
 
 // InboundEventPage is one page of the events sent to a run.
@@ -329,13 +302,6 @@ type InboundEventEdge struct {
 	Err    error
 }
 
-// InboundEventPageResult is one page of a batch, or the error that request
-// alone failed with.
-type InboundEventPageResult struct {
-	Page *InboundEventPage
-	Err  error
-}
-
 // RunEventPage is one page of a run's lifecycle log.
 type RunEventPage struct {
 	Anchor   string
@@ -349,11 +315,4 @@ type RunEventEdge struct {
 	Cursor string
 	Event  *RunEvent
 	Err    error
-}
-
-// RunEventPageResult is one page of a batch, or the error that request
-// alone failed with.
-type RunEventPageResult struct {
-	Page *RunEventPage
-	Err  error
 }

@@ -289,9 +289,13 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 	err = r.with(ctx, func(q *querier) error {
 		var after *cursor.Cursor
 		if req.After != nil {
-			c, err := cursor.DecodeFor(*req.After, q.pos().Source, anchor, cursor.List)
+			pos, err := q.position()
+			if err != nil {
+				return err
+			}
+			c, err := cursor.DecodeFor(*req.After, pos.Source, anchor, cursor.List)
 			if err == nil {
-				err = notBefore(c, q.pos())
+				err = notBefore(c, pos)
 			}
 			if err != nil {
 				return err
@@ -324,7 +328,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 		}
 		snap, err := raw.decode(q.pos())
 		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
-		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result{Snapshot: snap, Err: err}})
+		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
 	}
 	if err := rows.Err(); err != nil {
 		return persistence(err, "listing runs")
@@ -366,9 +370,8 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		l := f.where(q.dialect())
 		var n int64
 		sql := "SELECT count(*) FROM (" + l.keyset(OldestFirst, nil, int(upTo)+1) + ") AS k"
-		q.rd.statements++
-		if err := q.rd.tx.QueryRow(q.ctx, sql, l.args...).Scan(&n); err != nil {
-			return persistence(err, "counting runs")
+		if err := q.each(sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
+			return err
 		}
 		out = RunCount{Count: min(n, upTo), Capped: n > upTo}
 		return nil

@@ -362,8 +362,8 @@ func TestListRunsWhileTheEngineWrites(t *testing.T) {
 			// never changes, so every other run present before stays.
 			for _, r := range before {
 				if !seen[r.ID] {
-					if res := f.runs(t, r.ID)[0]; res.Snapshot != nil {
-						if _, gone := res.Snapshot.(*snapshot.Missing); !gone {
+					if res := f.runs(t, r.ID)[0]; res.Value != nil {
+						if _, gone := res.Value.(*snapshot.Missing); !gone {
 							t.Fatalf("%s: run %q, live before the first page and still live, was skipped", order, r.ID)
 						}
 					}

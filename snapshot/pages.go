@@ -55,14 +55,7 @@ type Edge struct {
 	Cursor  string
 	Ordinal int64
 	RunID   string
-	Node    Result
-}
-
-// PageResult is one page of a batch of page reads, or the error that
-// request alone failed with (a bad page size or cursor).
-type PageResult struct {
-	Page *Page
-	Err  error
+	Node    Result[Snapshot]
 }
 
 // Children reads one page of a run's children, ordered by (seq, child id).
@@ -81,23 +74,27 @@ func (r *Reader) page(ctx context.Context, kind cursor.Kind, req PageRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return res[0].Page, res[0].Err
+	return res[0].Get()
 }
 
 // Pages reads a batch of pages of one kind (cursor.Children or
 // cursor.Rounds), edges and runs, in one statement whatever the batch's
-// size. Results are in request order.
-func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
-	if kind != cursor.Children && kind != cursor.Rounds {
+// size. Results are in request order; a bad page size or cursor fails only
+// its request, a broken row only its edge.
+func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest) ([]Result[*Page], error) {
+	l, ok := runLists[kind]
+	if !ok {
 		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
 	}
-	var out []PageResult
-	err := r.with(ctx, func(q *querier) error {
-		var err error
-		out, err = q.pages(kind, reqs)
-		return err
-	})
-	return out, err
+	var raw rawRun
+	return readPages(ctx, r, l, reqs, raw.dest(),
+		func(pos Position, c string, ord int64) Edge {
+			snap, err := raw.decode(pos)
+			return Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
+		},
+		func(req PageRequest, edges []Edge, info PageInfo) *Page {
+			return &Page{Anchor: req.Anchor, Edges: edges, PageInfo: info}
+		})
 }
 
 // pageSize checks a requested page size.
@@ -111,20 +108,56 @@ func pageSize(first *int) (int, error) {
 	return *first, nil
 }
 
-// keysetQuery is one page's slice of the edges statement: the rows after
-// (ordinal, last) in list order, one more than the page size so that
-// hasNextPage needs no second look. The row-value comparison and ORDER BY
-// follow the index exactly, so a page costs the same at any depth. SQLite
-// does not seek an expression index with a row value, only with a plain
-// bound: the rounds query repeats the ordinal's lower bound on its own.
-var keysetQuery = map[cursor.Kind]string{
-	cursor.Children: `SELECT seq AS ord, child_id AS id FROM flows_run_parents
+// pageList is one kind of paged list: children, rounds, or a journal list.
+// A batch of its pages is read in one statement: one keyset slice per
+// page, joined by UNION ALL (see keysetUnion), and wrapped by statement.
+type pageList struct {
+	kind cursor.Kind
+	// keyset is one page's slice: its first two columns are the row's
+	// ordinal and tie-breaking id (what its cursor holds). Its placeholders
+	// are %[1]d the key, %[2]d the ordinal after which the page starts,
+	// %[3]d the id after which it starts (for lists whose ordinals repeat,
+	// hasLast) and %[4]d the limit: one more than the page size, so that
+	// hasNextPage needs no second look. The row-value comparison and ORDER
+	// BY follow an index exactly, so a page costs the same at any depth.
+	keyset  string
+	hasLast bool
+	// cols are the columns of a slice that the union keeps, "p." naming the
+	// slice.
+	cols string
+	// statement wraps the union into the statement that runs; its first
+	// three columns must be the page's index w, the ordinal and the id,
+	// the rest what the list's scan reads, in page, ordinal, id order.
+	statement func(union string) string
+	// key is what a request's slice is keyed by; nil means its anchor.
+	key func(PageRequest) string
+}
+
+// runPages wraps the edges of children or rounds with their runs, so a
+// page costs one round trip. UNION ALL keeps no order of its own; sorting
+// at most 500 pages of 201 rows is cheap.
+func runPages(union string) string {
+	return `SELECT q.w, q.ord, q.id, ` + runColumns + `
+FROM (` + union + `) AS q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id
+LEFT JOIN flows_runs r ON r.run_id = q.id
+ORDER BY q.w, q.ord, q.id`
+}
+
+// runLists are the related lists of runs (SPEC §2.3). SQLite does not seek
+// an expression index with a row value, only with a plain bound: the rounds
+// query repeats the ordinal's lower bound on its own.
+var runLists = map[cursor.Kind]pageList{
+	cursor.Children: {kind: cursor.Children, hasLast: true, cols: "p.ord, p.id", statement: runPages,
+		keyset: `SELECT seq AS ord, child_id AS id FROM flows_run_parents
 	WHERE parent_id = $%[1]d AND (seq, child_id) > ($%[2]d, $%[3]d)
-	ORDER BY seq, child_id LIMIT $%[4]d`,
-	cursor.Rounds: `SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
+	ORDER BY seq, child_id LIMIT $%[4]d`},
+	cursor.Rounds: {kind: cursor.Rounds, hasLast: true, cols: "p.ord, p.id", statement: runPages,
+		key: func(req PageRequest) string { return req.Lineage },
+		keyset: `SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
 	WHERE COALESCE(lineage_id, run_id) = $%[1]d AND COALESCE(round_ordinal, 0) >= $%[2]d
 	  AND (COALESCE(round_ordinal, 0), run_id) > ($%[2]d, $%[3]d)
-	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`,
+	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`},
 }
 
 type pageWant struct {
@@ -162,9 +195,6 @@ func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageR
 
 // keysetUnion is one UNION ALL of keyset per want, each selecting the want's
 // index as w and then cols of its slice, and the arguments that bind it.
-// keyset takes its placeholders by index: %[1]d the key, %[2]d the ordinal,
-// %[3]d the last id (bound only when hasLast) and %[4]d the limit, one more
-// than the page size so that hasNextPage needs no second look.
 func keysetUnion(keyset, cols string, wants []pageWant, hasLast bool) (string, []any) {
 	var sql strings.Builder
 	args := make([]any, 0, 4*len(wants))
@@ -187,67 +217,88 @@ func keysetUnion(keyset, cols string, wants []pageWant, hasLast bool) (string, [
 	return sql.String(), args
 }
 
-func (q *querier) pages(kind cursor.Kind, reqs []PageRequest) ([]PageResult, error) {
-	out := make([]PageResult, len(reqs))
-	wants, errs := q.pageWants(kind, reqs, func(req PageRequest) string {
-		if kind == cursor.Rounds {
-			return req.Lineage
-		}
-		return req.Anchor
-	})
-	for i, req := range reqs {
-		if out[i].Err = errs[i]; errs[i] == nil {
-			out[i].Page = &Page{Anchor: req.Anchor}
-		}
-	}
-	if len(wants) == 0 {
-		return out, nil
-	}
+// sql returns the statement that reads a batch of n pages of l and its
+// arguments.
+func (l pageList) sql(wants []pageWant) (string, []any) {
+	union, args := keysetUnion(l.keyset, l.cols, wants, l.hasLast)
+	return l.statement(union), args
+}
 
-	// One statement for every page: the edges of each page's keyset, with
-	// their runs joined in, so a page costs one round trip.
-	union, args := keysetUnion(keysetQuery[kind], "p.ord, p.id", wants, true)
-	// UNION ALL keeps no order of its own; sorting at most 200 pages of 201
-	// rows is cheap.
-	rows, err := q.query(`SELECT q.w, q.ord, `+runColumns+`
-FROM (`+union+`) AS q
-LEFT JOIN flows_run_changes c ON c.run_id = q.id
-LEFT JOIN flows_runs r ON r.run_id = q.id
-ORDER BY q.w, q.ord, q.id`, args...)
+// readPages reads a batch of pages of list l in the read carried by ctx, in
+// one statement: for each row of a page it scans the row's own columns
+// into dest and makes its edge with edge, then each request's page with
+// page. Results are in request order; a bad page size or cursor fails only
+// its request.
+func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []PageRequest, dest []any,
+	edge func(pos Position, cursor string, ord int64) E, page func(req PageRequest, edges []E, info PageInfo) P) ([]Result[P], error) {
+	out := make([]Result[P], len(reqs))
+	err := r.with(ctx, func(q *querier) error {
+		key := l.key
+		if key == nil {
+			key = func(req PageRequest) string { return req.Anchor }
+		}
+		for _, req := range reqs {
+			if req.After != nil {
+				// A cursor is checked against the store's identity.
+				if _, err := q.position(); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		wants, errs := q.pageWants(l.kind, reqs, key)
+		edges := make([][]E, len(reqs))
+		infos := make([]PageInfo, len(reqs))
+		if len(wants) > 0 {
+			stmt, args := l.sql(wants)
+			var wi int64
+			var ord, id any
+			scan := append([]any{&wi, &ord, &id}, dest...)
+			starts := make([]string, len(wants))
+			ends := make([]string, len(wants))
+			err := q.each(stmt, args, scan, "reading "+string(l.kind), func() error {
+				if wi < 0 || int(wi) >= len(wants) {
+					return fault.Errorf(fault.PersistenceFailed, "the store answered a page nobody asked for")
+				}
+				w := wants[wi]
+				if len(edges[w.req]) == w.size {
+					infos[w.req].HasNextPage = true
+					return nil
+				}
+				// The keyset columns are NOT NULL integers and text in typed
+				// columns; should one still not convert, its row fails to
+				// decode on its own and the cursor merely cannot be
+				// continued from.
+				o, _ := toInt(ord)
+				s, _ := toText(id)
+				c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
+				if starts[wi] == "" {
+					starts[wi] = c
+				}
+				ends[wi] = c
+				edges[w.req] = append(edges[w.req], edge(q.pos(), c, o))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for i, w := range wants {
+				if ends[i] != "" {
+					start, end := starts[i], ends[i]
+					infos[w.req].StartCursor = &start
+					infos[w.req].EndCursor = &end
+				}
+			}
+		}
+		for i, req := range reqs {
+			if out[i].Err = errs[i]; errs[i] == nil {
+				out[i].Value = page(req, edges[i], infos[i])
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, persistence(err, "reading "+string(kind))
-	}
-	defer rows.Close()
-	var wi, ord int64
-	var raw rawRun
-	dest := append([]any{&wi, &ord}, raw.dest()...)
-	for rows.Next() {
-		raw = rawRun{}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, persistence(err, "reading "+string(kind))
-		}
-		if wi < 0 || int(wi) >= len(wants) {
-			return nil, fault.Errorf(fault.PersistenceFailed, "the store answered a page nobody asked for")
-		}
-		w := wants[wi]
-		page := out[w.req].Page
-		if len(page.Edges) == w.size {
-			page.PageInfo.HasNextPage = true
-			continue
-		}
-		snap, err := raw.decode(q.pos())
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: kind, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
-		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result{Snapshot: snap, Err: err}})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, persistence(err, "reading "+string(kind))
-	}
-	for _, w := range wants {
-		page := out[w.req].Page
-		if n := len(page.Edges); n > 0 {
-			page.PageInfo.StartCursor = &page.Edges[0].Cursor
-			page.PageInfo.EndCursor = &page.Edges[n-1].Cursor
-		}
+		return nil, err
 	}
 	return out, nil
 }

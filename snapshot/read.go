@@ -109,8 +109,9 @@ func (rd *Read) Statements() int {
 
 const selectPosition = `SELECT source, revision FROM flows_run_source WHERE singleton = 1`
 
-// do runs fn with the open transaction, opening it (and reading the
-// position) first if this is the first read. Calls are serialized.
+// do runs fn in the transaction, which opens (and reads the position) with
+// the first statement fn runs, or after fn when it ran none: every read
+// reads the position. Calls are serialized.
 func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
@@ -120,39 +121,103 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	if rd.err != nil {
 		return rd.err
 	}
-	if rd.tx == nil {
-		if err := rd.open(ctx); err != nil {
-			rd.err = err
-			return err
-		}
-	}
 	if err := ctx.Err(); err != nil {
 		return fault.Wrap(fault.Timeout, err, "the operation was cancelled or ran out of time")
 	}
-	return fn(&querier{rd: rd, ctx: ctx})
+	q := &querier{rd: rd, ctx: ctx}
+	if err := fn(q); err != nil {
+		return err
+	}
+	if rd.tx == nil {
+		_, err := q.position()
+		return err
+	}
+	return nil
 }
 
 // open begins the transaction with the context of the first read, which
-// carries the operation's deadline, and reads the position.
-func (rd *Read) open(ctx context.Context) error {
+// carries the operation's deadline, and reads the position; when first is
+// set it also runs that statement, pipelined with the rest (see
+// store.DB.BeginReadWith), and returns its rows. A failure to open is kept:
+// every later read of the operation returns it.
+func (rd *Read) open(ctx context.Context, first string, args []any) (store.Rows, error) {
+	rows, err := rd.begin(ctx, first, args)
+	if err != nil {
+		rd.err = err
+	}
+	return rows, err
+}
+
+func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows, error) {
 	if rd.r.gate != nil {
 		release, err := rd.r.gate.enter(ctx)
 		if err != nil {
-			return fault.Wrap(fault.Timeout, err, "waiting to read the store")
+			return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
 		}
 		rd.release = release
 	}
-	tx, pos, err := rd.r.begin(ctx, rd.min)
+	tx, pos, rows, err := rd.r.beginWith(ctx, rd.min, first, args)
 	if err != nil {
 		if rd.release != nil {
 			rd.release()
 			rd.release = nil
 		}
-		return err
+		switch {
+		case err == store.ErrNoRows:
+			return nil, fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
+		case fault.CodeOf(err) != "" && fault.CodeOf(err) != fault.Internal:
+			return nil, err
+		}
+		return nil, persistence(err, "reading the position")
 	}
 	rd.tx, rd.opened, rd.pos = tx, time.Now(), pos
 	rd.statements++
-	return rd.r.sameSource(pos.Source)
+	if first != "" {
+		rd.statements++
+	}
+	if err := rd.r.sameSource(pos.Source); err != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		return nil, err
+	}
+	return rows, nil
+}
+
+// beginWith opens a read at a position at or after min and, when first is
+// set, runs that statement in it. Without replicas the primary is read with
+// BEGIN, the position and first pipelined in one round trip (see
+// store.DB.BeginReadWith); with replicas the one chosen is opened first and
+// first runs after.
+func (r *Reader) beginWith(ctx context.Context, min int64, first string, args []any) (store.Tx, Position, store.Rows, error) {
+	if first != "" && r.replicas == nil {
+		var src string
+		var rev int64
+		tx, rows, err := r.db.BeginReadWith(ctx, selectPosition, []any{&src, &rev}, first, args...)
+		if err != nil {
+			return nil, Position{}, nil, err
+		}
+		pos, err := checkPosition(src, rev)
+		if err == nil && pos.Revision < min {
+			err = beyondStore(min, pos.Revision)
+		}
+		if err != nil {
+			rows.Close()
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, Position{}, nil, err
+		}
+		return tx, pos, rows, nil
+	}
+	tx, pos, err := r.begin(ctx, min)
+	if err != nil || first == "" {
+		return tx, pos, nil, err
+	}
+	rows, err := tx.Query(ctx, first, args...)
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, Position{}, nil, err
+	}
+	return tx, pos, rows, nil
 }
 
 // readPosition begins a read transaction on db and reads its position, the
@@ -181,6 +246,11 @@ func scanPosition(ctx context.Context, tx store.Tx) (Position, error) {
 		}
 		return Position{}, persistence(err, "reading the position")
 	}
+	return checkPosition(src, rev)
+}
+
+// checkPosition decodes the position row.
+func checkPosition(src string, rev int64) (Position, error) {
 	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
 		return Position{}, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
@@ -223,11 +293,52 @@ type querier struct {
 	ctx context.Context
 }
 
+// pos is the read's position; only once the transaction is open (after a
+// statement, or position).
 func (q *querier) pos() Position { return q.rd.pos }
 
+// position opens the transaction if it is not open yet, and returns its
+// position.
+func (q *querier) position() (Position, error) {
+	if q.rd.tx == nil {
+		if _, err := q.rd.open(q.ctx, "", nil); err != nil {
+			return Position{}, err
+		}
+	}
+	return q.rd.pos, nil
+}
+
+// query runs a statement; the transaction's first opens it, in one round
+// trip with its BEGIN and the position on PostgreSQL.
 func (q *querier) query(sql string, args ...any) (store.Rows, error) {
+	if q.rd.tx == nil {
+		return q.rd.open(q.ctx, sql, args)
+	}
 	q.rd.statements++
 	return q.rd.tx.Query(q.ctx, sql, args...)
+}
+
+// each runs one statement and, for every row, scans it into dest and calls
+// row; doing names the read in errors ("reading runs"). It is the one loop
+// of query, scan and check that every read uses.
+func (q *querier) each(sql string, args []any, dest []any, doing string, row func() error) error {
+	rows, err := q.query(sql, args...)
+	if err != nil {
+		return persistence(err, doing)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return persistence(err, doing)
+		}
+		if err := row(); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return persistence(err, doing)
+	}
+	return nil
 }
 
 func (q *querier) dialect() store.Dialect { return q.rd.r.db.Dialect() }
@@ -247,8 +358,9 @@ func (r *Reader) with(ctx context.Context, fn func(q *querier) error) error {
 func (r *Reader) Position(ctx context.Context) (Position, error) {
 	var p Position
 	err := r.with(ctx, func(q *querier) error {
-		p = q.pos()
-		return nil
+		var err error
+		p, err = q.position()
+		return err
 	})
 	return p, err
 }

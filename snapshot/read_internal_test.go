@@ -36,7 +36,7 @@ func TestAPanicInsideAReadStillReleasesItsTransaction(t *testing.T) {
 			}},
 			{"a panic with a result set still open", func() {
 				_ = r.with(ctx, func(q *querier) error {
-					rows, err := q.query(q.selectRuns(), q.dialect().TextListArg([]string{"a", "b"}))
+					rows, err := q.query(selectRuns(q.dialect()), q.dialect().TextListArg([]string{"a", "b"}))
 					if err != nil {
 						return err
 					}

@@ -16,14 +16,6 @@ const MaxBatch = 200
 // JavaScript client counts as its length.
 const MaxIDLength = 1024
 
-// Result is one element of a batch read: a Snapshot, or the error that
-// element alone failed with (BAD_USER_INPUT for a malformed id,
-// DECODE_FAILED for a broken row).
-type Result struct {
-	Snapshot Snapshot
-	Err      error
-}
-
 // CheckID returns a BAD_USER_INPUT error when id is not a valid identifier:
 // non-empty, valid UTF-8, no NUL, at most MaxIDLength UTF-16 code units.
 func CheckID(id string) error {
@@ -64,7 +56,7 @@ func Quote(id string) string {
 // id, in request order, duplicates answered in place. It fails as a whole
 // only for more than MaxBatch ids or when the store cannot be read; an
 // empty batch still reads the position.
-func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result, error) {
+func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result[Snapshot], error) {
 	if len(ids) > MaxBatch {
 		return nil, fault.Errorf(fault.BadUserInput, "a batch takes at most %d ids, got %d", MaxBatch, len(ids))
 	}
@@ -74,8 +66,8 @@ func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result, error) {
 // Load reads the snapshots of any number of ids, like Runs but without
 // the batch limit: for batching that flowsnap does itself (gathering the
 // parents of a whole page of runs), never for a list of ids a client sent.
-func (r *Reader) Load(ctx context.Context, ids []string) ([]Result, error) {
-	var out []Result
+func (r *Reader) Load(ctx context.Context, ids []string) ([]Result[Snapshot], error) {
+	var out []Result[Snapshot]
 	err := r.with(ctx, func(q *querier) error {
 		var err error
 		out, err = q.runs(ids)
@@ -91,12 +83,12 @@ func (r *Reader) Run(ctx context.Context, id string) (Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return res[0].Snapshot, res[0].Err
+	return res[0].Get()
 }
 
 // runs reads ids in one statement.
-func (q *querier) runs(ids []string) ([]Result, error) {
-	out := make([]Result, len(ids))
+func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
+	out := make([]Result[Snapshot], len(ids))
 	index := make(map[string][]int, len(ids))
 	distinct := make([]string, 0, len(ids))
 	for i, id := range ids {
@@ -112,26 +104,17 @@ func (q *querier) runs(ids []string) ([]Result, error) {
 	if len(distinct) == 0 {
 		return out, nil
 	}
-	rows, err := q.query(q.selectRuns(), q.dialect().TextListArg(distinct))
-	if err != nil {
-		return nil, persistence(err, "reading runs")
-	}
-	defer rows.Close()
 	var raw rawRun
-	dest := raw.dest()
-	for rows.Next() {
-		raw = rawRun{}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, persistence(err, "reading runs")
-		}
+	err := q.each(selectRuns(q.dialect()), []any{q.dialect().TextListArg(distinct)}, raw.dest(), "reading runs", func() error {
 		snap, err := raw.decode(q.pos())
 		for _, i := range index[raw.id] {
-			out[i] = Result{Snapshot: snap, Err: err}
+			out[i] = Result[Snapshot]{Value: snap, Err: err}
 		}
 		delete(index, raw.id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, persistence(err, "reading runs")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(index) != 0 {
 		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")

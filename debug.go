@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"expvar"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime/metrics"
+	"time"
+)
+
+// debugHandler serves what an operator needs to profile a live server:
+// net/http/pprof under /debug/pprof/, expvar (memstats, cmdline) at
+// /debug/vars, and every runtime/metrics sample as text at
+// /debug/runtime-metrics. It belongs on a listener of its own, never on the
+// public one.
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/vars", expvar.Handler())
+	mux.HandleFunc("GET /debug/runtime-metrics", func(w http.ResponseWriter, _ *http.Request) {
+		descs := metrics.All()
+		samples := make([]metrics.Sample, len(descs))
+		for i, d := range descs {
+			samples[i].Name = d.Name
+		}
+		metrics.Read(samples)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		for _, s := range samples {
+			switch s.Value.Kind() {
+			case metrics.KindUint64:
+				fmt.Fprintf(w, "%s %d\n", s.Name, s.Value.Uint64())
+			case metrics.KindFloat64:
+				fmt.Fprintf(w, "%s %g\n", s.Name, s.Value.Float64())
+			case metrics.KindFloat64Histogram:
+				h := s.Value.Float64Histogram()
+				var n uint64
+				for _, c := range h.Counts {
+					n += c
+				}
+				fmt.Fprintf(w, "%s count=%d\n", s.Name, n)
+			}
+		}
+	})
+	return mux
+}
+
+// serveDebug listens on addr and serves debugHandler until ctx ends; it
+// returns once the listener is open, with the address it listens on and a
+// function that stops it.
+func serveDebug(ctx context.Context, addr string, stdout io.Writer, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s for the debug endpoints: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           debugHandler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		// A CPU profile or trace runs for as long as it is asked to.
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stdout, "flowsnap debug endpoints at http://%s/debug/pprof/\n", ln.Addr())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("debug endpoints stopped", slog.String("error", err.Error()))
+		}
+	}()
+	return func() {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+		<-done
+	}, nil
+}

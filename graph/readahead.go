@@ -1,0 +1,433 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/snapshot"
+)
+
+// batchField is one field that reads, in the table the resolvers and
+// readAhead share (see loaders).
+type batchField struct {
+	// want tells the field's loader the keys of objs (every parent of the
+	// field at one level) with the field's arguments, and returns what
+	// gives the field's values once the loaders are flushed: what
+	// readAhead follows the selection below.
+	want func(l *loaders, objs []any, a *args) func(ctx context.Context) []any
+}
+
+// field makes the batchField of a field whose parents are of type O, read
+// by the loader ld with the keys that keys builds: the same function its
+// resolver builds them with.
+func field[O any, K comparable, V any](ld func(*loaders) *loader[K, V], keys func(objs []O, a *args) []K) batchField {
+	return batchField{want: func(l *loaders, objs []any, a *args) func(ctx context.Context) []any {
+		typed := make([]O, 0, len(objs))
+		for _, o := range objs {
+			if t, ok := o.(O); ok {
+				typed = append(typed, t)
+			}
+		}
+		ks := keys(typed, a)
+		if a.bad || len(ks) == 0 {
+			return func(context.Context) []any { return nil }
+		}
+		entries := ld(l).want(ks)
+		return func(ctx context.Context) []any {
+			out := make([]any, 0, len(entries))
+			for _, e := range entries {
+				// Errors stay in the loader with their keys, for the
+				// resolvers to report where they belong.
+				if v, err := e.wait(ctx); err == nil {
+					out = append(out, v)
+				}
+			}
+			return out
+		}
+	}}
+}
+
+// root is the parent of root fields.
+type root struct{}
+
+// batchFields are the fields that read, keyed "Type.field". Every field
+// marked batch: true in gqlgen.yml has an entry (a test checks), and so do
+// the root fields and the non-batch fields that read.
+var batchFields = map[string]batchField{
+	"Query.run": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(_ []root, a *args) []string { return []string{a.id("id")} }),
+	"Query.node": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(_ []root, a *args) []string { return []string{a.id("id")} }),
+	"Query.runs": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(_ []root, a *args) []string {
+			keys, err := runsKeys(a.ids("ids"))
+			a.bad = a.bad || err != nil
+			return keys
+		}),
+	"Run.parent": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(objs []*snapshot.Run, _ *args) []string { keys, _ := parentKeys(objs); return keys }),
+	"Run.children": field(func(l *loaders) *loader[pageKey, *snapshot.Page] { return l.children },
+		func(objs []*snapshot.Run, a *args) []pageKey {
+			return childrenKeys(objs, a.int("first"), a.string("after"))
+		}),
+	"Run.rounds": field(func(l *loaders) *loader[pageKey, *snapshot.Page] { return l.rounds },
+		func(objs []*snapshot.Run, a *args) []pageKey {
+			return roundsKeys(objs, a.int("first"), a.string("after"))
+		}),
+	"Run.steps": field(func(l *loaders) *loader[pageKey, *snapshot.StepPage] { return l.journal.steps },
+		func(objs []*snapshot.Run, a *args) []pageKey {
+			return journalPageKeys(objs, a.int("first"), a.string("after"))
+		}),
+	"Run.inboundEvents": field(func(l *loaders) *loader[pageKey, *snapshot.InboundEventPage] { return l.journal.inbound },
+		func(objs []*snapshot.Run, a *args) []pageKey {
+			return journalPageKeys(objs, a.int("first"), a.string("after"))
+		}),
+	"Run.events": field(func(l *loaders) *loader[pageKey, *snapshot.RunEventPage] { return l.journal.runEvents },
+		func(objs []*snapshot.Run, a *args) []pageKey {
+			return journalPageKeys(objs, a.int("first"), a.string("after"))
+		}),
+	"Run.currentStep": field(func(l *loaders) *loader[*snapshot.Run, snapshot.Step] { return l.journal.current },
+		func(objs []*snapshot.Run, _ *args) []*snapshot.Run { return objs }),
+	"RunStep.parentStep":   stepParentField[*snapshot.RunStep](),
+	"SleepStep.parentStep": stepParentField[*snapshot.SleepStep](),
+	"WaitStep.parentStep":  stepParentField[*snapshot.WaitStep](),
+	"Change.run": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
+		func(objs []*snapshot.Change, _ *args) []string { return changeRunKeys(objs) }),
+	"RunStep.attempts": field(func(l *loaders) *loader[attemptsKey, []snapshot.Result[*snapshot.Attempt]] { return l.journal.attempts },
+		func(objs []*snapshot.RunStep, a *args) []attemptsKey { return attemptsKeys(objs, a.int("last")) }),
+}
+
+func stepParentField[S snapshot.Step]() batchField {
+	return field(func(l *loaders) *loader[snapshot.StepKey, snapshot.Step] { return l.journal.step },
+		func(objs []S, _ *args) []snapshot.StepKey { keys, _ := parentStepKeys(objs); return keys })
+}
+
+// throughFields are the fields that read nothing but hold values with
+// fields that do: readAhead follows them down.
+var throughFields = map[string]func(obj any) []any{
+	"RunConnection.edges": func(o any) []any { return each(o.(*snapshot.Page).Edges, func(e snapshot.Edge) any { return e }) },
+	"RunConnection.nodes": func(o any) []any {
+		return each(o.(*snapshot.Page).Edges, func(e snapshot.Edge) any { return e.Node.Value })
+	},
+	"RunEdge.node": func(o any) []any { return []any{o.(snapshot.Edge).Node.Value} },
+	"ChangeFeed.changes": func(o any) []any {
+		feed := o.(*snapshot.ChangeFeed)
+		out := make([]any, len(feed.Changes))
+		for i := range feed.Changes {
+			out[i] = &feed.Changes[i]
+		}
+		return out
+	},
+	"StepConnection.edges": func(o any) []any {
+		return each(o.(*snapshot.StepPage).Edges, func(e snapshot.StepEdge) any { return e })
+	},
+	"StepConnection.nodes": func(o any) []any {
+		return each(o.(*snapshot.StepPage).Edges, func(e snapshot.StepEdge) any { return e.Step })
+	},
+	"StepEdge.node": func(o any) []any { return []any{o.(snapshot.StepEdge).Step} },
+}
+
+func each[E any](list []E, f func(E) any) []any {
+	out := make([]any, len(list))
+	for i, e := range list {
+		out[i] = f(e)
+	}
+	return out
+}
+
+// typeName is the GraphQL object type of a value readAhead follows; ""
+// for one it does not.
+func typeName(o any) string {
+	switch v := o.(type) {
+	case root:
+		return "Query"
+	case *snapshot.Run:
+		if v != nil {
+			return "Run"
+		}
+	case *snapshot.Page:
+		if v != nil {
+			return "RunConnection"
+		}
+	case snapshot.Edge:
+		return "RunEdge"
+	case *snapshot.ChangeFeed:
+		if v != nil {
+			return "ChangeFeed"
+		}
+	case *snapshot.Change:
+		if v != nil {
+			return "Change"
+		}
+	case *snapshot.StepPage:
+		if v != nil {
+			return "StepConnection"
+		}
+	case snapshot.StepEdge:
+		return "StepEdge"
+	case *snapshot.RunStep:
+		if v != nil {
+			return "RunStep"
+		}
+	case *snapshot.SleepStep:
+		if v != nil {
+			return "SleepStep"
+		}
+	case *snapshot.WaitStep:
+		if v != nil {
+			return "WaitStep"
+		}
+	}
+	return ""
+}
+
+// implementors are, per object type, the type conditions its fields are
+// selected under: itself, its interfaces and the unions it belongs to.
+var implementors = sync.OnceValue(func() map[string][]string {
+	out := map[string][]string{}
+	for name, def := range parsedSchema.Types {
+		if def.Kind != ast.Object {
+			continue
+		}
+		out[name] = append([]string{name}, def.Interfaces...)
+	}
+	for name, def := range parsedSchema.Types {
+		if def.Kind == ast.Union {
+			for _, member := range def.Types {
+				out[member] = append(out[member], name)
+			}
+		}
+	}
+	return out
+})
+
+// readAhead returns the operation's loaders after reading ahead, once per
+// operation, what its selection will ask of them: level by level, each
+// batched field of a level with one get for all its parents at that level.
+func readAhead(ctx context.Context) *loaders {
+	l := loadersFrom(ctx)
+	l.ahead.Do(func() {
+		oc := graphql.GetOperationContext(ctx)
+		if oc == nil || oc.Operation == nil {
+			return
+		}
+		l.walk(ctx, oc, oc.Operation.SelectionSet)
+	})
+	return l
+}
+
+// level is a selection to apply to objs, all of one parent field.
+type level struct {
+	sel  ast.SelectionSet
+	objs []any
+}
+
+func (l *loaders) walk(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet) {
+	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}})
+}
+
+// walkFrom reads ahead level by level from start.
+func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, start level) {
+	todo := []level{start}
+	for len(todo) > 0 && ctx.Err() == nil {
+		// First every field of the level says what it wants, then each
+		// loader reads all of that at once, then the level below is made
+		// of what was read.
+		var wanted []func(ctx context.Context) level
+		for _, lv := range todo {
+			// Fragments on one type select fields of that type only, so
+			// each type collects its own fields.
+			var order []string
+			byType := map[string][]any{}
+			for _, o := range lv.objs {
+				name := typeName(o)
+				if name == "" {
+					continue
+				}
+				if _, seen := byType[name]; !seen {
+					order = append(order, name)
+				}
+				byType[name] = append(byType[name], o)
+			}
+			for _, name := range order {
+				objs := byType[name]
+				for _, f := range graphql.CollectFields(oc, lv.sel, implementors()[name]) {
+					key := name + "." + f.Name
+					if bf, ok := batchFields[key]; ok {
+						values := bf.want(l, objs, evalArgs(f, oc.Variables))
+						wanted = append(wanted, func(ctx context.Context) level { return level{sel: f.Selections, objs: values(ctx)} })
+					} else if through, ok := throughFields[key]; ok {
+						var below []any
+						for _, o := range objs {
+							below = append(below, through(o)...)
+						}
+						wanted = append(wanted, func(context.Context) level { return level{sel: f.Selections, objs: below} })
+					}
+				}
+			}
+		}
+		for _, flush := range l.flushers {
+			flush(ctx)
+		}
+		todo = todo[:0:0]
+		for _, w := range wanted {
+			todo = append(todo, w(ctx))
+		}
+	}
+}
+
+// args are a field's arguments as its resolver gets them: the query's
+// literals and variables, defaults applied. bad says one could not be
+// evaluated as its getter wants, which the resolver will report; readAhead
+// then reads nothing for the field.
+type args struct {
+	m   map[string]any
+	bad bool
+}
+
+// evalArgs evaluates f's arguments. The operation was validated, so the
+// values have the schema's types; one that does not is merely bad.
+func evalArgs(f graphql.CollectedField, vars map[string]any) *args {
+	a := &args{m: map[string]any{}}
+	if f.Definition == nil {
+		a.bad = true
+		return a
+	}
+	for _, def := range f.Definition.Arguments {
+		v := def.DefaultValue
+		if arg := f.Arguments.ForName(def.Name); arg != nil {
+			v = arg.Value
+		}
+		if v == nil {
+			continue
+		}
+		val, ok := value(v, vars)
+		if !ok {
+			a.bad = true
+			continue
+		}
+		a.m[def.Name] = val
+	}
+	return a
+}
+
+// value evaluates a literal or variable of the kinds the schema's
+// arguments use.
+func value(v *ast.Value, vars map[string]any) (any, bool) {
+	switch v.Kind {
+	case ast.Variable:
+		return vars[v.Raw], true
+	case ast.NullValue:
+		return nil, true
+	case ast.IntValue:
+		return json.Number(v.Raw), true
+	case ast.StringValue, ast.BlockValue:
+		return v.Raw, true
+	case ast.ListValue:
+		list := make([]any, len(v.Children))
+		for i, c := range v.Children {
+			e, ok := value(c.Value, vars)
+			if !ok {
+				return nil, false
+			}
+			list[i] = e
+		}
+		return list, true
+	}
+	return nil, false
+}
+
+// int and string convert as the generated argument parsers do, with
+// gqlgen's own unmarshallers, so that readAhead's keys are the resolvers'.
+func (a *args) int(name string) *int {
+	v, present := a.m[name]
+	if !present || v == nil {
+		return nil
+	}
+	n, err := graphql.UnmarshalInt(v)
+	a.bad = a.bad || err != nil
+	return &n
+}
+
+func (a *args) string(name string) *string {
+	v, present := a.m[name]
+	if !present || v == nil {
+		return nil
+	}
+	s, err := graphql.UnmarshalString(v)
+	a.bad = a.bad || err != nil
+	return &s
+}
+
+func (a *args) id(name string) string {
+	s, err := graphql.UnmarshalID(a.m[name])
+	a.bad = a.bad || err != nil
+	return s
+}
+
+func (a *args) ids(name string) []string {
+	list, ok := a.m[name].([]any)
+	if !ok {
+		a.bad = true
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, v := range list {
+		var err error
+		out[i], err = graphql.UnmarshalID(v)
+		a.bad = a.bad || err != nil
+	}
+	return out
+}
+
+// The key builders: what a field's resolver and readAhead both ask its
+// loader for.
+
+// runsKeys are the keys of Query.runs: its ids, at most snapshot.MaxBatch.
+func runsKeys(ids []string) ([]string, error) {
+	if len(ids) > snapshot.MaxBatch {
+		return nil, fault.Errorf(fault.BadUserInput, "a batch takes at most %d ids, got %d", snapshot.MaxBatch, len(ids))
+	}
+	return ids, nil
+}
+
+// parentKeys are the keys of Run.parent: one per run with an effective
+// parent, and at, the index of each among objs.
+func parentKeys(objs []*snapshot.Run) (keys []string, at []int) {
+	for i, run := range objs {
+		if run.ExecutionParentID != nil {
+			keys = append(keys, *run.ExecutionParentID)
+			at = append(at, i)
+		}
+	}
+	return keys, at
+}
+
+func childrenKeys(objs []*snapshot.Run, first *int, after *string) []pageKey {
+	keys := make([]pageKey, len(objs))
+	for i, run := range objs {
+		keys[i] = newPageKey(run.ID, "", first, after)
+	}
+	return keys
+}
+
+func roundsKeys(objs []*snapshot.Run, first *int, after *string) []pageKey {
+	keys := make([]pageKey, len(objs))
+	for i, run := range objs {
+		keys[i] = newPageKey(run.ID, run.LineageID, first, after)
+	}
+	return keys
+}
+
+func attemptsKeys(objs []*snapshot.RunStep, last *int) []attemptsKey {
+	keys := make([]attemptsKey, len(objs))
+	for i, s := range objs {
+		keys[i] = newAttemptsKey(s.Key(), last)
+	}
+	return keys
+}

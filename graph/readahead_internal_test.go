@@ -1,0 +1,57 @@
+package graph
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/99designs/gqlgen/codegen/config"
+)
+
+// TestEveryBatchedFieldHasKeys fails when a field marked batch: true in
+// gqlgen.yml has no entry in batchFields: its resolver would read with keys
+// readAhead does not know, and an operation would silently lose its batching.
+// It also fails on entries for fields the schema does not have.
+func TestEveryBatchedFieldHasKeys(t *testing.T) {
+	f, err := os.Open("../gqlgen.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := config.ReadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batched := 0
+	for typ, model := range cfg.Models {
+		for name, fc := range model.Fields {
+			if fc.Batch == nil || !*fc.Batch {
+				continue
+			}
+			batched++
+			if _, ok := batchFields[typ+"."+name]; !ok {
+				t.Errorf("%s.%s is batch: true in gqlgen.yml but has no entry in batchFields", typ, name)
+			}
+		}
+	}
+	if batched == 0 {
+		t.Fatal("gqlgen.yml marks no field batch: true; the check reads the wrong file")
+	}
+	for _, table := range []map[string]bool{keysOf(batchFields), keysOf(throughFields)} {
+		for key := range table {
+			typ, name, _ := strings.Cut(key, ".")
+			def := parsedSchema.Types[typ]
+			if def == nil || def.Fields.ForName(name) == nil {
+				t.Errorf("%s is in a read-ahead table but not in the schema", key)
+			}
+		}
+	}
+}
+
+func keysOf[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}

@@ -1,0 +1,1 @@
+SELECT source, revision FROM flows_run_source WHERE singleton = 1

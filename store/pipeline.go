@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BeginReadWith opens a read-only snapshot transaction as BeginRead does,
+// reads the one row of first into firstDest and runs query, all in it. On
+// PostgreSQL the BEGIN, first and query go to the server as one pipelined
+// batch: one round trip where BeginRead and two statements take three. The
+// caller closes rows before anything else runs in tx, and must Rollback tx
+// on every path. When err is not nil, tx and rows are nil and nothing is
+// left open; a first that finds no row is ErrNoRows.
+func (db *DB) BeginReadWith(ctx context.Context, first string, firstDest []any, query string, args ...any) (tx Tx, rows Rows, err error) {
+	if db.dialect != Postgres {
+		tx, err := db.BeginRead(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := tx.QueryRow(ctx, first).Scan(firstDest...); err != nil {
+			_ = tx.Rollback(ctx)
+			return nil, nil, err
+		}
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return nil, nil, err
+		}
+		return tx, rows, nil
+	}
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, db.persistence(err, "beginning a read")
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	b.Queue(first)
+	b.Queue(query, args...)
+	br := conn.SendBatch(ctx, b)
+	fail := func(e error) (Tx, Rows, error) {
+		_ = br.Close()
+		rollback(context.WithoutCancel(ctx), conn)
+		return nil, nil, e
+	}
+	if _, err := br.Exec(); err != nil {
+		return fail(db.persistence(err, "beginning a read"))
+	}
+	if err := br.QueryRow().Scan(firstDest...); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = ErrNoRows
+		}
+		return fail(err)
+	}
+	r, err := br.Query()
+	if err != nil {
+		return fail(err)
+	}
+	return &pgConnTx{conn: conn}, &batchRows{Rows: r, br: br}, nil
+}
+
+// rollback ends whatever transaction conn has and returns conn to its
+// pool, or closes conn when it cannot say.
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+	conn.Release()
+}
+
+// pgConnTx is a read transaction begun by hand on a pooled connection.
+type pgConnTx struct {
+	conn *pgxpool.Conn
+}
+
+func (t *pgConnTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := t.conn.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
+
+func (t *pgConnTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := t.conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (t *pgConnTx) QueryRow(ctx context.Context, q string, args ...any) Row {
+	return pgRow{t.conn.QueryRow(ctx, q, args...)}
+}
+
+func (t *pgConnTx) Commit(context.Context) error {
+	return errors.New("store: a read transaction has nothing to commit")
+}
+
+func (t *pgConnTx) Rollback(ctx context.Context) error {
+	if t.conn == nil {
+		return nil
+	}
+	_, err := t.conn.Exec(ctx, "ROLLBACK")
+	if err != nil {
+		_ = t.conn.Conn().Close(ctx)
+	}
+	t.conn.Release()
+	t.conn = nil
+	return err
+}
+
+// batchRows are the rows of a batch's last statement; closing them closes
+// the batch, which frees the connection for the next statement.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
