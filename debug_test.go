@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
@@ -17,29 +15,14 @@ var debugPattern = regexp.MustCompile(`debug endpoints at http://([0-9.:]+)/`)
 // returns its address and what it printed by the time it was ready.
 func serveWithOutput(t *testing.T, getenv func(string) string, args ...string) (string, string) {
 	t.Helper()
-	var out syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		cmd := newCommand(getenv, &out, func(addr string) { ready <- addr })
-		done <- cmd.Run(ctx, append([]string{"flowsnap", "serve", "--addr", "127.0.0.1:0"}, args...))
-	}()
+	addr, out, stop := startServeOutput(t, getenv, args...)
+	printed := out.String()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	select {
-	case addr := <-ready:
-		return addr, out.String()
-	case err := <-done:
-		t.Fatalf("serve stopped: %v\n%s", err, out.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not start:\n%s", out.String())
-	}
-	return "", ""
+	return addr, printed
 }
 
 // TestDebugAddr serves pprof and runtime metrics on a listener of their

@@ -50,12 +50,19 @@ func runCmd(t *testing.T, getenv func(string) string, args ...string) (string, e
 // too, so a test that fails early leaves no server behind.
 func startServe(t *testing.T, getenv func(string) string, args ...string) (string, func() error) {
 	t.Helper()
-	var out syncBuffer
+	addr, _, stop := startServeOutput(t, getenv, args...)
+	return addr, stop
+}
+
+// startServeOutput is startServe that also returns what the server prints.
+func startServeOutput(t *testing.T, getenv func(string) string, args ...string) (string, *syncBuffer, func() error) {
+	t.Helper()
+	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		cmd := newCommand(getenv, &out, func(addr string) { ready <- addr })
+		cmd := newCommand(getenv, out, func(addr string) { ready <- addr })
 		done <- cmd.Run(ctx, append([]string{"flowsnap", "serve", "--addr", "127.0.0.1:0"}, args...))
 	}()
 	var once sync.Once
@@ -67,13 +74,13 @@ func startServe(t *testing.T, getenv func(string) string, args ...string) (strin
 	t.Cleanup(func() { _ = stop() })
 	select {
 	case addr := <-ready:
-		return addr, stop
+		return addr, out, stop
 	case err := <-done:
 		t.Fatalf("serve stopped: %v\n%s", err, out.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not start:\n%s", out.String())
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 func TestCORSAndJSONLogs(t *testing.T) {
