@@ -268,18 +268,26 @@ func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
 		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS"), Local: true},
 		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES"), Local: true},
 		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES"), Local: true},
+		&cli.IntFlag{Name: "max-variable-values", Value: d.MaxVariableValues, Usage: "the most values (list elements, object members) one request's variables hold", Sources: twin("FLOWSNAP_MAX_VARIABLE_VALUES"), Local: true},
+		&cli.IntFlag{Name: "max-parsing", Value: d.MaxParsing, Usage: "how many new documents (and large bodies) are parsed and validated at once", Sources: twin("FLOWSNAP_MAX_PARSING"), Local: true},
+		&cli.IntFlag{Name: "max-parsing-queue", Value: d.MaxParsingQueue, Usage: "how many requests may wait to be parsed; past it they are refused as busy (503)", Sources: twin("FLOWSNAP_MAX_PARSING_QUEUE"), Local: true},
+		&cli.IntFlag{Name: "parsing-duty-percent", Value: d.ParsingDutyPercent, Usage: "the share of its time a parsing slot may be busy (100: never rests)", Sources: twin("FLOWSNAP_PARSING_DUTY_PERCENT"), Local: true},
 	}
 }
 
 func limitConfig(cmd *cli.Command) graph.Options {
 	return graph.Options{
-		MaxTokens:        cmd.Int("max-tokens"),
-		MaxNodes:         cmd.Int("max-nodes"),
-		MaxFields:        cmd.Int("max-fields"),
-		MaxSameName:      cmd.Int("max-same-name"),
-		MaxAliases:       cmd.Int("max-aliases"),
-		MaxErrors:        cmd.Int("max-errors"),
-		MaxBodyBytes:     int64(cmd.Int("max-body-bytes")),
-		MaxResponseBytes: cmd.Int("max-response-bytes"),
+		MaxTokens:          cmd.Int("max-tokens"),
+		MaxNodes:           cmd.Int("max-nodes"),
+		MaxFields:          cmd.Int("max-fields"),
+		MaxSameName:        cmd.Int("max-same-name"),
+		MaxAliases:         cmd.Int("max-aliases"),
+		MaxErrors:          cmd.Int("max-errors"),
+		MaxBodyBytes:       int64(cmd.Int("max-body-bytes")),
+		MaxResponseBytes:   cmd.Int("max-response-bytes"),
+		MaxVariableValues:  cmd.Int("max-variable-values"),
+		MaxParsing:         cmd.Int("max-parsing"),
+		MaxParsingQueue:    cmd.Int("max-parsing-queue"),
+		ParsingDutyPercent: cmd.Int("parsing-duty-percent"),
 	}
 }

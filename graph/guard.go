@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/lexer"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator/core"
 	"github.com/vektah/gqlparser/v2/validator/rules"
@@ -33,18 +37,16 @@ func init() {
 // limit are refused before validation starts. Documents already in the query
 // cache passed this check before and are not parsed again.
 //
-// Documents not in the cache are parsed and validated a few at a time
-// (slots, which large bodies also take to be read and decoded): a flood of
-// new or large documents then takes those slots and no more of the
-// machine, while the small, cached requests of a dashboard pass by.
+// Documents not in the cache are parsed and validated in a parsePool's
+// few slots, which large bodies also take to be read and decoded.
 type documentGuard struct {
 	opts  Options
 	cache graphql.Cache[*ast.QueryDocument]
-	slots chan struct{}
+	pool  *parsePool
 }
 
-func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument], slots chan struct{}) documentGuard {
-	return documentGuard{opts: opts, cache: cache, slots: slots}
+func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument], pool *parsePool) documentGuard {
+	return documentGuard{opts: opts, cache: cache, pool: pool}
 }
 
 var (
@@ -56,9 +58,12 @@ func (documentGuard) ExtensionName() string { return "DocumentGuard" }
 
 func (documentGuard) Validate(graphql.ExecutableSchema) error { return nil }
 
-// slot waits for a parsing slot (see takeSlot).
+// slot waits for a parsing slot (see parsePool.take).
 func (g documentGuard) slot(ctx context.Context) *gqlerror.Error {
-	if !takeSlot(ctx, g.slots) {
+	switch g.pool.take(ctx) {
+	case slotBusy:
+		return busyError(ctx)
+	case slotEnded:
 		return timeoutError(ctx, g.opts)
 	}
 	return nil
@@ -68,26 +73,96 @@ func (g documentGuard) slot(ctx context.Context) *gqlerror.Error {
 // takes a slot: a dashboard's requests are far smaller.
 const heavyBody = 64 << 10
 
-// takeSlot waits for one of slots for ctx's request, held until the
-// request ends or its response is made; false when ctx ended first. A
-// request takes at most one.
-func takeSlot(ctx context.Context, slots chan struct{}) bool {
+// parsePool admits the work whose cost a request chooses — parsing and
+// validating a document not in the query cache, reading and decoding a
+// large body — a few requests at a time, so that a flood of such requests
+// takes those slots and no more of the machine, while the small, cached
+// requests of a dashboard pass by. A slot, once given back, rests for a
+// time in proportion to how long it was held (the duty cycle), which keeps
+// the slots' work to a share of each CPU even when they never stand empty.
+// Requests wait for a slot in a bounded queue, until their deadline or
+// their client leaves; past the queue's length they are refused at once as
+// busy.
+type parsePool struct {
+	slots   chan struct{}
+	queue   int64
+	waiting atomic.Int64
+	// rest is how long a slot rests per unit of time it was held.
+	rest float64
+}
+
+func newParsePool(opts Options) *parsePool {
+	return &parsePool{
+		slots: make(chan struct{}, opts.MaxParsing),
+		queue: int64(opts.MaxParsingQueue),
+		rest:  float64(100-opts.ParsingDutyPercent) / float64(opts.ParsingDutyPercent),
+	}
+}
+
+// maxRest bounds one slot's rest, whatever it was held for (a slow client
+// sending a large body holds its slot without using the CPU).
+const maxRest = 250 * time.Millisecond
+
+type slotResult int
+
+const (
+	slotTaken slotResult = iota
+	slotBusy             // the queue is full
+	slotEnded            // the request's context ended first
+)
+
+// take waits for a slot for ctx's request, held until the request ends or
+// its response is made. A request takes at most one.
+func (p *parsePool) take(ctx context.Context) slotResult {
 	rec := recordOf(ctx)
 	rec.mu.Lock()
 	held := rec.release != nil
 	rec.mu.Unlock()
 	if held {
-		return true
+		return slotTaken
 	}
 	select {
-	case slots <- struct{}{}:
-	case <-ctx.Done():
-		return false
+	case p.slots <- struct{}{}:
+	default:
+		if p.waiting.Add(1) > p.queue {
+			p.waiting.Add(-1)
+			return slotBusy
+		}
+		select {
+		case p.slots <- struct{}{}:
+			p.waiting.Add(-1)
+		case <-ctx.Done():
+			p.waiting.Add(-1)
+			return slotEnded
+		}
 	}
+	start := time.Now()
 	rec.mu.Lock()
-	rec.release = func() { <-slots }
+	rec.release = func() { p.give(time.Since(start)) }
 	rec.mu.Unlock()
-	return true
+	return slotTaken
+}
+
+// give hands back a slot held for held, after its rest.
+func (p *parsePool) give(held time.Duration) {
+	rest := min(time.Duration(float64(held)*p.rest), maxRest)
+	if rest < 50*time.Microsecond {
+		<-p.slots
+		return
+	}
+	time.AfterFunc(rest, func() { <-p.slots })
+}
+
+// busyError refuses a request that found the parsing queue full: a 503
+// (see statusWriter) with Retry-After, code TIMEOUT.
+func busyError(ctx context.Context) *gqlerror.Error {
+	const msg = "the server is busy with other new documents: retry shortly"
+	rec := recordOf(ctx)
+	rec.refuse("busy", fault.Timeout, msg)
+	rec.mu.Lock()
+	rec.status = http.StatusServiceUnavailable
+	rec.mu.Unlock()
+	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": string(fault.Timeout)}}
 }
 
 func (g documentGuard) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
@@ -100,7 +175,14 @@ func (g documentGuard) MutateOperationParameters(ctx context.Context, params *gr
 	if err := g.slot(ctx); err != nil {
 		return err
 	}
+	if err := g.prescan(ctx, params.Query); err != nil {
+		return err
+	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: params.Query}, g.opts.MaxTokens)
+	if ctx.Err() != nil {
+		// The client left or the time is up: validation would be wasted.
+		return timeoutError(ctx, g.opts)
+	}
 	if err != nil {
 		// Reported here, so that gqlgen does not parse it again.
 		var gqlErr *gqlerror.Error
@@ -120,6 +202,76 @@ func (g documentGuard) MutateOperationParameters(ctx context.Context, params *gr
 		return refuse(ctx, "size", "a selection set holds %d fields named %q, more than the limit of %d", m.sameName, m.sameNameOf, g.opts.MaxSameName)
 	}
 	return nil
+}
+
+// prescan reads query's tokens, without building its tree, and refuses it
+// as soon as it is seen to cross a limit: its tokens (comments included),
+// its nodes as written, or the fields of one name written in one selection
+// set. It finds no more than measureDocument would (a selection set's own
+// fields are fewer than those merged into it), so it refuses nothing the
+// parsed document would pass; what it saves is the tree of a document too
+// large to keep, which cost milliseconds and megabytes to build. A document
+// that does not lex is left to the parser to report.
+func (g documentGuard) prescan(ctx context.Context, query string) *gqlerror.Error {
+	type nameInSet struct {
+		set  int
+		name string
+	}
+	lex := lexer.New(&ast.Source{Input: query})
+	var (
+		tokens, nodes, parens int
+		sets                  []int // the selection sets open, innermost last
+		opened                int
+		prev, prev2           lexer.Token
+		names                 map[nameInSet]int
+	)
+	for {
+		tok, err := lex.ReadToken()
+		if err != nil || tok.Kind == lexer.EOF {
+			return nil
+		}
+		if tokens++; tokens > g.opts.MaxTokens {
+			gqlErr := gqlerror.Errorf("exceeded token limit of %d", g.opts.MaxTokens)
+			errcode.Set(gqlErr, errcode.ParseFailed)
+			return gqlErr
+		}
+		if tok.Kind == lexer.Comment {
+			continue
+		}
+		// Arguments, variable definitions and their values are inside
+		// parentheses, and hold no nodes.
+		switch {
+		case tok.Kind == lexer.ParenL:
+			parens++
+		case tok.Kind == lexer.ParenR && parens > 0:
+			parens--
+		case parens > 0:
+		case tok.Kind == lexer.BraceL:
+			opened++
+			sets = append(sets, opened)
+		case tok.Kind == lexer.BraceR && len(sets) > 0:
+			sets = sets[:len(sets)-1]
+		case tok.Kind == lexer.At, tok.Kind == lexer.Spread && len(sets) > 0:
+			nodes++
+		case tok.Kind == lexer.Name && len(sets) > 0 && prev.Kind != lexer.Colon && prev.Kind != lexer.At && prev.Kind != lexer.Spread &&
+			(prev.Kind != lexer.Name || prev.Value != "on" || prev2.Kind != lexer.Spread):
+			// A field: its first name is its response name (the alias,
+			// when a colon follows).
+			nodes++
+			if names == nil {
+				names = map[nameInSet]int{}
+			}
+			k := nameInSet{set: sets[len(sets)-1], name: tok.Value}
+			names[k]++
+			if n := names[k]; n > g.opts.MaxSameName {
+				return refuse(ctx, "size", "a selection set holds %d fields named %q, more than the limit of %d", n, clip(k.name), g.opts.MaxSameName)
+			}
+		}
+		if nodes > g.opts.MaxNodes {
+			return refuse(ctx, "size", "the document has more fields, fragments and directives than the limit of %d", g.opts.MaxNodes)
+		}
+		prev2, prev = prev, tok
+	}
 }
 
 // documentMeasure is what measureDocument finds.

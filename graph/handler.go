@@ -53,8 +53,18 @@ type Options struct {
 	// MaxVariablesBytes bounds a request's variables as sent.
 	MaxVariablesBytes int
 	// MaxParsing bounds how many documents not in the query cache are
-	// parsed and validated at once.
+	// parsed and validated at once (large bodies read and decoded too).
 	MaxParsing int
+	// MaxParsingQueue bounds how many requests wait for one of those
+	// slots; past it a request is refused at once, 503 TIMEOUT.
+	MaxParsingQueue int
+	// ParsingDutyPercent is the share of its time a parsing slot may be
+	// busy: held for d, it rests d × (100 − p) / p before it is taken
+	// again. 100 never rests.
+	ParsingDutyPercent int
+	// MaxVariableValues bounds how many values (list elements and object
+	// members) a request's variables hold.
+	MaxVariableValues int
 	// MaxErrors bounds the errors one response carries.
 	MaxErrors int
 	// MaxResponseBytes bounds a response's data.
@@ -93,6 +103,12 @@ var DefaultOptions = Options{
 	// 200 ids of 1,000 bytes.
 	MaxVariablesBytes: 256 << 10,
 	MaxParsing:        max(1, runtime.GOMAXPROCS(0)/2),
+	MaxParsingQueue:   64,
+	// Held for as long as it rests: the slots' work takes at most half of
+	// their CPUs.
+	ParsingDutyPercent: 50,
+	// Ten times a batch of 200 ids.
+	MaxVariableValues: 2_000,
 	MaxResponseBytes:  32 << 20,
 	KeepAlive:         15 * time.Second,
 }
@@ -132,6 +148,15 @@ func (o Options) withDefaults() Options {
 	if o.MaxParsing <= 0 {
 		o.MaxParsing = d.MaxParsing
 	}
+	if o.MaxParsingQueue <= 0 {
+		o.MaxParsingQueue = d.MaxParsingQueue
+	}
+	if o.ParsingDutyPercent <= 0 || o.ParsingDutyPercent > 100 {
+		o.ParsingDutyPercent = d.ParsingDutyPercent
+	}
+	if o.MaxVariableValues <= 0 {
+		o.MaxVariableValues = d.MaxVariableValues
+	}
 	if o.MaxErrors <= 0 {
 		o.MaxErrors = d.MaxErrors
 	}
@@ -168,8 +193,8 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	// which keeps GET URLs short and cacheable. The guard comes after, to
 	// measure the query the hash stands for.
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	slots := make(chan struct{}, opts.MaxParsing)
-	srv.Use(newDocumentGuard(opts, queries, slots))
+	pool := newParsePool(opts)
+	srv.Use(newDocumentGuard(opts, queries, pool))
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
 	srv.SetErrorPresenter(presenter())
@@ -186,7 +211,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
-	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, slots: slots, limiter: newLogLimiter(10)})
+	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, pool: pool, limiter: newLogLimiter(10)})
 }
 
 // capErrors keeps the first max errors of resp and says how many more

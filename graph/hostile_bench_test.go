@@ -4,8 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/snapshot"
@@ -14,16 +19,18 @@ import (
 
 // BenchmarkAttacks sends each hostile request of the suite to the real
 // handler and reports its time and memory per request (server and client
-// in one process: B/op and allocs/op include both).
+// in one process: B/op and allocs/op include both; the bodies are made
+// once, before the timer starts).
 func BenchmarkAttacks(b *testing.B) {
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			h := newHostileServer(b, d, graph.Options{})
 			for _, a := range attacks() {
+				hr := h.prepare(a)
 				b.Run(a.name, func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {
-						r := h.send(b, a)
+						r := h.do(b, hr)
 						if len(r.resp.Errors) == 0 {
 							b.Fatalf("not refused: %d %.200s", r.status, r.body)
 						}
@@ -34,10 +41,27 @@ func BenchmarkAttacks(b *testing.B) {
 	}
 }
 
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
 // BenchmarkDashboardUnderAttack serves the dashboard query of
-// BenchmarkDashboard alone, then with two clients sending the attacks in a
-// loop beside it; compare the two p99-µs.
+// BenchmarkDashboard as browsers polling send it — at a steady rate
+// (FLOWSNAP_BENCH_RATE a second, 100 unless set), each request on its own,
+// its latency counted from when it was due — in rounds of
+// FLOWSNAP_BENCH_ROUND_MS (2,000) milliseconds, alternately alone and with
+// two clients sending the attacks in a closed loop beside it (as fast as
+// they are answered), FLOWSNAP_BENCH_ROUNDS (4) of each, interleaved. It
+// reports the p50 and p99 of each condition over all its rounds, the
+// ratio of the p99s, and the attacks answered a second and the share of
+// them refused as busy. Run it with -benchtime 1x.
 func BenchmarkDashboardUnderAttack(b *testing.B) {
+	rate := envInt("FLOWSNAP_BENCH_RATE", 100)
+	round := time.Duration(envInt("FLOWSNAP_BENCH_ROUND_MS", 2000)) * time.Millisecond
+	rounds := envInt("FLOWSNAP_BENCH_ROUNDS", 4)
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			bs := seededStore(b, d)
@@ -48,30 +72,98 @@ func BenchmarkDashboardUnderAttack(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			dashboard := dashboardRequest(client, srv.URL)
-			b.Run("alone", func(b *testing.B) { measure(b, bs, dashboard) })
-			b.Run("besideAttacks", func(b *testing.B) {
-				h := &hostileServer{url: srv.URL, source: pos.Source}
+			h := &hostileServer{url: srv.URL, source: pos.Source}
+			var list []hostileRequest
+			for _, a := range attacks() {
+				list = append(list, h.prepare(a))
+			}
+			var alone, attacked []time.Duration
+			var sent, busy atomic.Int64
+			var attackTime time.Duration
+			load := func(out *[]time.Duration) {
+				*out = append(*out, steadyLoad(b, bs, dashboard, rate, round)...)
+			}
+			underAttack := func() {
 				stop := make(chan struct{})
 				var wg sync.WaitGroup
 				for w := range 2 {
 					wg.Go(func() {
-						list := attacks()
 						for i := w; ; i++ {
 							select {
 							case <-stop:
 								return
 							default:
 							}
-							h.send(b, list[i%len(list)])
+							r := h.do(b, list[i%len(list)])
+							sent.Add(1)
+							if r.status == http.StatusServiceUnavailable {
+								busy.Add(1)
+							}
 						}
 					})
 				}
-				measure(b, bs, dashboard)
+				start := time.Now()
+				load(&attacked)
 				close(stop)
 				wg.Wait()
-			})
+				attackTime += time.Since(start)
+			}
+			for b.Loop() {
+				for i := range rounds {
+					// Alternate which goes first, so that neither always
+					// follows the other.
+					if i%2 == 0 {
+						load(&alone)
+						underAttack()
+					} else {
+						underAttack()
+						load(&alone)
+					}
+				}
+			}
+			p50a, p99a := percentiles(alone)
+			p50x, p99x := percentiles(attacked)
+			b.ReportMetric(float64(p50a.Microseconds()), "p50-alone-µs")
+			b.ReportMetric(float64(p99a.Microseconds()), "p99-alone-µs")
+			b.ReportMetric(float64(p50x.Microseconds()), "p50-attacked-µs")
+			b.ReportMetric(float64(p99x.Microseconds()), "p99-attacked-µs")
+			b.ReportMetric(float64(p99x)/float64(max(p99a, 1)), "p99-ratio")
+			b.ReportMetric(float64(sent.Load())/attackTime.Seconds(), "attacks/s")
+			b.ReportMetric(float64(busy.Load())/float64(max(sent.Load(), 1)), "busy-share")
 		})
 	}
+}
+
+// steadyLoad sends op at rate a second for d, each request in its own
+// goroutine, and returns each one's latency from when it was due.
+func steadyLoad(b *testing.B, bs *benchStore, op func(id string) error, rate int, d time.Duration) []time.Duration {
+	interval := time.Second / time.Duration(rate)
+	n := int(d / interval)
+	lat := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		time.Sleep(time.Until(due))
+		id := bs.anchors[i%len(bs.anchors)]
+		wg.Go(func() {
+			if err := op(id); err != nil {
+				b.Error(err)
+			}
+			lat[i] = time.Since(due)
+		})
+	}
+	wg.Wait()
+	return lat
+}
+
+func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[len(s)/2], s[len(s)*99/100]
 }

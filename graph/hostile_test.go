@@ -81,7 +81,8 @@ func attacks() []attack {
 		{name: "nested introspection", body: post(introspection, nil), code: "BAD_USER_INPUT", reason: "validation"},
 		{name: "fields nested 60 deep", body: post(deep, nil), code: "COMPLEXITY_LIMIT", reason: "depth"},
 		{name: "a batch of 120,000 ids in variables", body: post(`query($ids: [ID!]!) { runs(ids: $ids) { __typename } }`, map[string]any{"ids": ids}), code: "BAD_USER_INPUT", reason: "size"},
-		{name: "a batch of 40,000 ids in variables", body: post(`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName } } }`, map[string]any{"ids": ids[:40_000]}), code: "COMPLEXITY_LIMIT", reason: "complexity"},
+		{name: "a batch of 40,000 ids in variables", body: post(`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName } } }`, map[string]any{"ids": ids[:40_000]}), code: "BAD_USER_INPUT", reason: "size"},
+		{name: "variables past the complexity limit", body: post(`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName children(first: 100) { nodes { __typename } } } } }`, map[string]any{"ids": ids[:1_500]}), code: "COMPLEXITY_LIMIT", reason: "complexity"},
 		{name: "variables over the body limit", body: post(`query($v: String) { __typename }`, map[string]any{"v": strings.Repeat("v", 2<<20)}), code: "BAD_USER_INPUT", reason: "size"},
 		{name: "a batched (JSON array) body", body: func(string) []byte {
 			return []byte(`[{"query":"{ __typename }"},{"query":"{ position { revision } }","variables":{"m":"` + bodyMarker + `"}}]`)
@@ -92,7 +93,9 @@ func attacks() []attack {
 		{name: "a wrong method", method: http.MethodPut, body: post("{ __typename }", nil), code: "BAD_USER_INPUT", reason: "transport"},
 		{name: "a bad URL escape", method: http.MethodGet, body: func(string) []byte { return []byte("query=%zz" + bodyMarker) }, code: "BAD_USER_INPUT", reason: "transport"},
 		{name: "a parse error quoting a huge token", body: post(`{ __typename "`+strings.Repeat("t", 200_000)+bodyMarker+`" }`, nil), code: "BAD_USER_INPUT", reason: "parse"},
-		{name: "too many tokens", body: post("{ "+strings.Repeat("__typename ", 30_000)+"}", nil), code: "BAD_USER_INPUT", reason: "parse"},
+		{name: "too many tokens", body: post(`{ runs(ids: [`+strings.Repeat(`"x" `, 30_000)+`]) { __typename } }`, nil), code: "BAD_USER_INPUT", reason: "parse"},
+		{name: "a document of 30,000 comments", body: post("{ __typename "+strings.Repeat("#\n", 30_000)+"}", nil), code: "BAD_USER_INPUT", reason: "parse"},
+		{name: "2,000 fields of one name inside a fragment", body: post("{ ...F } fragment F on Query { "+strings.Repeat("__typename ", 2000)+"}", nil), code: "COMPLEXITY_LIMIT", reason: "size"},
 		{name: "a forged cursor with a NUL in its id", body: func(source string) []byte {
 			c := cursor.Encode(cursor.Cursor{Source: source, Anchor: "parent", Kind: cursor.Children, Ordinal: 0, Last: "kid\x00' OR 1=1"})
 			return post(`query($c: String) { run(id: "parent") { ... on Run { children(first: 1, after: $c) { edges { cursor } } } } }`, map[string]any{"c": c})("")
@@ -172,13 +175,28 @@ type hostileResult struct {
 	alloc  uint64
 }
 
+// hostileRequest is an attack with its body made, to be sent many times.
+type hostileRequest struct {
+	attack
+	payload []byte
+}
+
+func (h *hostileServer) prepare(a attack) hostileRequest {
+	return hostileRequest{attack: a, payload: a.body(h.source)}
+}
+
 func (h *hostileServer) send(t testing.TB, a attack) hostileResult {
 	t.Helper()
+	return h.do(t, h.prepare(a))
+}
+
+func (h *hostileServer) do(t testing.TB, hr hostileRequest) hostileResult {
+	t.Helper()
+	a, body := hr.attack, hr.payload
 	method := a.method
 	if method == "" {
 		method = http.MethodPost
 	}
-	body := a.body(h.source)
 	var req *http.Request
 	if method == http.MethodGet {
 		req, _ = http.NewRequest(method, h.url+"?x=1", nil)
@@ -367,5 +385,72 @@ func TestTheTimeoutCoversParsingAndValidation(t *testing.T) {
 	}
 	if got := refusals(t, h.reg, "timeout"); got != 1 {
 		t.Fatalf("timeouts counted: %v", got)
+	}
+}
+
+func TestAFullParsingQueueIsRefusedAtOnceAsBusy(t *testing.T) {
+	h := newHostileServer(t, store.SQLite, graph.Options{MaxParsing: 1, MaxParsingQueue: 1})
+	// A body of unknown length is read in a parsing slot: the server reads
+	// the first byte of this one only once it holds the only slot.
+	streamed := func() (*io.PipeWriter, chan *http.Response) {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest(http.MethodPost, h.url, pr)
+		req.Header.Set("Content-Type", "application/json")
+		done := make(chan *http.Response, 1)
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				res = &http.Response{Body: io.NopCloser(strings.NewReader(""))}
+			}
+			done <- res
+		}()
+		return pw, done
+	}
+	holder, held := streamed()
+	if _, err := holder.Write([]byte(`{"query":`)); err != nil {
+		t.Fatal(err)
+	}
+	// Two more: one waits in the queue, the other finds it full.
+	a, aDone := streamed()
+	b, bDone := streamed()
+	var refused *http.Response
+	var waiter, gone *io.PipeWriter
+	var waiterDone chan *http.Response
+	select {
+	case refused = <-aDone:
+		waiter, waiterDone, gone = b, bDone, a
+	case refused = <-bDone:
+		waiter, waiterDone, gone = a, aDone, b
+	}
+	gone.CloseWithError(io.ErrUnexpectedEOF)
+	var r response
+	if err := json.NewDecoder(refused.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	refused.Body.Close()
+	if refused.StatusCode != http.StatusServiceUnavailable || refused.Header.Get("Retry-After") == "" ||
+		len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "TIMEOUT" {
+		t.Fatalf("%d %+v, want 503 TIMEOUT with Retry-After", refused.StatusCode, r)
+	}
+	for _, w := range []*io.PipeWriter{holder, waiter} {
+		go func() {
+			if w != holder {
+				_, _ = w.Write([]byte(`{"query":`))
+			}
+			_, _ = w.Write([]byte(`"{ __typename }"}`))
+			w.Close()
+		}()
+	}
+	for _, done := range []chan *http.Response{held, waiterDone} {
+		res := <-done
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("a request that held or waited for the slot: %d %s", res.StatusCode, raw)
+		}
+	}
+	if got := refusals(t, h.reg, "busy"); got != 1 {
+		t.Fatalf("busy refusals counted: %v, want 1", got)
 	}
 }

@@ -33,6 +33,9 @@ type record struct {
 	name    string
 	// release, when set, gives back the document slot the request holds.
 	release func()
+	// status, when set, is the HTTP status the response goes out with,
+	// whatever gqlgen chose (a busy server answers 503).
+	status int
 	// digest and header, set for a GET query, let its answer carry an ETag.
 	digest string
 	header http.Header
@@ -157,7 +160,7 @@ type endpoint struct {
 	next    http.Handler
 	reader  *snapshot.Reader
 	opts    Options
-	slots   chan struct{}
+	pool    *parsePool
 	limiter *logLimiter
 }
 
@@ -174,7 +177,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &record{}
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	r = r.WithContext(ctx)
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, rec: rec}
 	if status, msg := e.check(sw, r); status != 0 {
 		reason, code := "transport", fault.BadUserInput
 		switch status {
@@ -182,6 +185,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason = "size"
 		case http.StatusServiceUnavailable:
 			reason, code = "timeout", fault.Timeout
+			if rec.busy() {
+				reason = "busy"
+			}
 		}
 		rec.refuse(reason, code, msg)
 		writeError(sw, status, code, msg)
@@ -274,18 +280,37 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	if err != nil || mt != "application/json" {
 		return http.StatusUnsupportedMediaType, "a POST body must be application/json"
 	}
-	if (r.ContentLength < 0 || r.ContentLength > heavyBody) && !takeSlot(r.Context(), e.slots) {
-		return http.StatusServiceUnavailable, "the request waited too long to be read"
+	tooLarge := fmt.Sprintf("the request body is larger than %d bytes", e.opts.MaxBodyBytes)
+	if r.ContentLength > e.opts.MaxBodyBytes {
+		// Refused unread; the connection is closed rather than read to
+		// its end.
+		w.Header().Set("Connection", "close")
+		return http.StatusRequestEntityTooLarge, tooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes))
+	if r.ContentLength < 0 || r.ContentLength > heavyBody {
+		switch e.pool.take(r.Context()) {
+		case slotBusy:
+			busyError(r.Context())
+			w.Header().Set("Connection", "close")
+			return http.StatusServiceUnavailable, "the server is busy reading other large requests: retry shortly"
+		case slotEnded:
+			return http.StatusServiceUnavailable, "the request waited too long to be read"
+		}
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes))
+	body := buf.Bytes()
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", e.opts.MaxBodyBytes)
+		return http.StatusRequestEntityTooLarge, tooLarge
 	case err != nil:
 		return http.StatusBadRequest, "the request body could not be read"
 	}
-	if msg := requestShape(body, e.opts.MaxVariablesBytes); msg != "" {
+	if msg := requestShape(body, e.opts.MaxVariablesBytes, e.opts.MaxVariableValues); msg != "" {
 		if strings.HasPrefix(msg, "the variables") {
 			return http.StatusRequestEntityTooLarge, msg
 		}
@@ -297,10 +322,15 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 
 // requestShape says what is wrong with a POST body that is not one GraphQL
 // request object, in words about its shape only.
-func requestShape(body []byte, maxVariables int) string {
+func requestShape(body []byte, maxVariables, maxValues int) string {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return "batched requests (a JSON array of operations) are not supported: send one operation per request"
+	}
+	// Counted before anything is decoded: the request object's own keys
+	// and an extensions object take a few more.
+	if jsonValues(body) > maxValues+16 {
+		return fmt.Sprintf("the variables hold more than %d values", maxValues)
 	}
 	var req struct {
 		Query         json.RawMessage `json:"query"`
@@ -335,17 +365,54 @@ func requestShape(body []byte, maxVariables int) string {
 	return ""
 }
 
-// statusWriter remembers the status written, for the refusal log line.
+// jsonValues counts, without decoding, the list elements and object
+// members of a JSON text, roughly (commas and openings outside strings).
+func jsonValues(b []byte) int {
+	n, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == ',' || c == '[' || c == '{':
+			n++
+		}
+	}
+	return n
+}
+
+// busy reports whether the request was refused for a full parsing queue.
+func (r *record) busy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status == http.StatusServiceUnavailable
+}
+
+// statusWriter remembers the status written, for the refusal log line,
+// and writes the record's status instead of gqlgen's when it has one.
 type statusWriter struct {
 	http.ResponseWriter
+	rec    *record
 	status int
 	wrote  bool
 }
 
 func (s *statusWriter) WriteHeader(code int) {
-	if !s.wrote {
-		s.status, s.wrote = code, true
+	if s.wrote {
+		s.ResponseWriter.WriteHeader(code)
+		return
 	}
+	s.rec.mu.Lock()
+	if s.rec.status != 0 {
+		code = s.rec.status
+	}
+	s.rec.mu.Unlock()
+	if code == http.StatusServiceUnavailable {
+		s.Header().Set("Retry-After", "1")
+	}
+	s.status, s.wrote = code, true
 	s.ResponseWriter.WriteHeader(code)
 }
 
