@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -40,13 +41,14 @@ func init() {
 // Documents not in the cache are parsed and validated in a parsePool's
 // few slots, which large bodies also take to be read and decoded.
 type documentGuard struct {
-	opts  Options
-	cache graphql.Cache[*ast.QueryDocument]
-	pool  *parsePool
+	opts   Options
+	cache  graphql.Cache[*ast.QueryDocument]
+	pool   *parsePool
+	schema *ast.Schema
 }
 
-func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument], pool *parsePool) documentGuard {
-	return documentGuard{opts: opts, cache: cache, pool: pool}
+func newDocumentGuard(opts Options, cache graphql.Cache[*ast.QueryDocument], pool *parsePool, schema *ast.Schema) documentGuard {
+	return documentGuard{opts: opts, cache: cache, pool: pool, schema: schema}
 }
 
 var (
@@ -207,10 +209,13 @@ func (g documentGuard) MutateOperationParameters(ctx context.Context, params *gr
 // prescan reads query's tokens, without building its tree, and refuses it
 // as soon as it is seen to cross a limit: its tokens (comments included),
 // its nodes as written, or the fields of one name written in one selection
-// set. It finds no more than measureDocument would (a selection set's own
-// fields are fewer than those merged into it), so it refuses nothing the
-// parsed document would pass; what it saves is the tree of a document too
-// large to keep, which cost milliseconds and megabytes to build. A document
+// set; a directive the schema does not know, or one not repeatable written
+// twice at one place; and, for a document of one operation, its aliases.
+// It finds no more than the later checks would (a selection set's own
+// fields are fewer than those merged into it; every fragment of a valid
+// document is spread at least once), so it refuses nothing they would
+// pass; what it saves is the tree of a document that would be refused,
+// which cost milliseconds and megabytes to build and validate. A document
 // that does not lex is left to the parser to report.
 func (g documentGuard) prescan(ctx context.Context, query string) *gqlerror.Error {
 	type nameInSet struct {
@@ -224,10 +229,25 @@ func (g documentGuard) prescan(ctx context.Context, query string) *gqlerror.Erro
 		opened                int
 		prev, prev2           lexer.Token
 		names                 map[nameInSet]int
+		// here holds the directives written at the current place.
+		here                           []string
+		aliases, operations, fragments int
+		inFragment                     bool
 	)
+	invalid := func(format string, args ...any) *gqlerror.Error {
+		err := gqlerror.Errorf(format, args...)
+		errcode.Set(err, errcode.ValidationFailed)
+		return err
+	}
 	for {
 		tok, err := lex.ReadToken()
-		if err != nil || tok.Kind == lexer.EOF {
+		if err != nil {
+			return nil
+		}
+		if tok.Kind == lexer.EOF {
+			if operations <= 1 && aliases > g.opts.MaxAliases {
+				return refuse(ctx, "size", "the operation has %d aliased fields, more than the limit of %d", aliases, g.opts.MaxAliases)
+			}
 			return nil
 		}
 		if tokens++; tokens > g.opts.MaxTokens {
@@ -247,17 +267,49 @@ func (g documentGuard) prescan(ctx context.Context, query string) *gqlerror.Erro
 			parens--
 		case parens > 0:
 		case tok.Kind == lexer.BraceL:
+			if len(sets) == 0 {
+				if inFragment {
+					fragments++
+				} else {
+					operations++
+				}
+				inFragment = false
+			}
 			opened++
 			sets = append(sets, opened)
+			here = here[:0]
 		case tok.Kind == lexer.BraceR && len(sets) > 0:
 			sets = sets[:len(sets)-1]
-		case tok.Kind == lexer.At, tok.Kind == lexer.Spread && len(sets) > 0:
+			here = here[:0]
+		case tok.Kind == lexer.Name && len(sets) == 0 && prev.Kind != lexer.At:
+			if tok.Value == "fragment" && prev.Kind != lexer.Name {
+				inFragment = true
+			}
+		case tok.Kind == lexer.At:
 			nodes++
-		case tok.Kind == lexer.Name && len(sets) > 0 && prev.Kind != lexer.Colon && prev.Kind != lexer.At && prev.Kind != lexer.Spread &&
+		case tok.Kind == lexer.Name && prev.Kind == lexer.At:
+			d := g.schema.Directives[tok.Value]
+			if d == nil {
+				return invalid(`Unknown directive "@%s".`, clip(tok.Value))
+			}
+			if !d.IsRepeatable && slices.Contains(here, tok.Value) {
+				return invalid(`The directive "@%s" can only be used once at this location.`, tok.Value)
+			}
+			here = append(here, tok.Value)
+		case tok.Kind == lexer.Spread && len(sets) > 0:
+			nodes++
+			here = here[:0]
+		case tok.Kind == lexer.Name && len(sets) > 0 && prev.Kind == lexer.Colon:
+			// The field an alias names.
+			if prev2.Value != tok.Value {
+				aliases++
+			}
+		case tok.Kind == lexer.Name && len(sets) > 0 && prev.Kind != lexer.Spread &&
 			(prev.Kind != lexer.Name || prev.Value != "on" || prev2.Kind != lexer.Spread):
 			// A field: its first name is its response name (the alias,
 			// when a colon follows).
 			nodes++
+			here = here[:0]
 			if names == nil {
 				names = map[nameInSet]int{}
 			}

@@ -194,7 +194,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	// measure the query the hash stands for.
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	pool := newParsePool(opts)
-	srv.Use(newDocumentGuard(opts, queries, pool))
+	srv.Use(newDocumentGuard(opts, queries, pool, es.Schema()))
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
 	srv.SetErrorPresenter(presenter())
