@@ -17,6 +17,11 @@ import (
 // on every error, never a 5xx or an internal error (a panic in a resolver
 // becomes one), and no document costs more than a bounded time and memory.
 // The seed corpus in testdata/fuzz holds the known attacks, shortened.
+//
+// Each input is a request to a server, about a millisecond; the fuzzer
+// minimizes every new interesting input for up to a minute by default,
+// printing no progress meanwhile (0 execs/sec, which looks like a stall and
+// is not one): run it with -fuzzminimizetime 200x.
 func FuzzQueryDocument(f *testing.F) {
 	f.Add(`{ position { source revision } }`)
 	f.Add(`query Q($id: ID!) { run(id: $id) { __typename ... on Run { id children(first: 2) { edges { cursor node { __typename } } } } } }`)

@@ -175,6 +175,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer cancel()
 	rec := &record{}
+	// Deferred: a slot kept by a request that panicked would be lost to
+	// every request after it.
+	defer rec.releaseSlot()
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, rec: rec}
@@ -200,7 +203,6 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		e.next.ServeHTTP(sw, r)
 	}
-	rec.releaseSlot()
 	e.done(ctx, rec, r, sw.status, time.Since(start))
 }
 
