@@ -194,7 +194,8 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	// measure the query the hash stands for.
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	pool := newParsePool(opts)
-	srv.Use(newDocumentGuard(opts, queries, pool, es.Schema()))
+	guard := newDocumentGuard(opts, queries, pool, es.Schema())
+	srv.Use(guard)
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(cappedRules(opts.MaxErrors))
 	srv.SetErrorPresenter(presenter())
@@ -211,7 +212,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).releaseSlot()
 		return capErrors(next(ctx), opts.MaxErrors)
 	})
-	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, pool: pool, limiter: newLogLimiter(10)})
+	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, pool: pool, guard: guard, limiter: newLogLimiter(10)})
 }
 
 // capErrors keeps the first max errors of resp and says how many more

@@ -59,8 +59,10 @@ func envInt(name string, def int) int {
 // two clients sending the attacks in a closed loop beside it (as fast as
 // they are answered), FLOWSNAP_BENCH_ROUNDS (4) of each, interleaved. It
 // reports the p50 and p99 of each condition over all its rounds, the
-// ratio of the p99s, and the attacks answered a second and the share of
-// them refused as busy. Run it with -benchtime 1x.
+// ratio of the p99s, the attacks answered a second and the share of them
+// refused as busy, and the CPU the process used in each condition (in
+// cores; on a machine shared with other work, what it was given). Run it
+// with -benchtime 1x.
 func BenchmarkDashboardUnderAttack(b *testing.B) {
 	rate := envInt("FLOWSNAP_BENCH_RATE", 100)
 	round := time.Duration(envInt("FLOWSNAP_BENCH_ROUND_MS", 2000)) * time.Millisecond
@@ -85,8 +87,18 @@ func BenchmarkDashboardUnderAttack(b *testing.B) {
 			var alone, attacked []time.Duration
 			var sent, busy atomic.Int64
 			var attackTime time.Duration
+			// The CPU this process had in each condition, in cores.
+			var cpu [2]float64
+			var took [2]time.Duration
 			load := func(out *[]time.Duration) {
+				c, t := selfCPU(), time.Now()
 				*out = append(*out, steadyLoad(b, bs, dashboard, rate, round)...)
+				i := 0
+				if out == &attacked {
+					i = 1
+				}
+				cpu[i] += selfCPU() - c
+				took[i] += time.Since(t)
 			}
 			underAttack := func() {
 				stop := make(chan struct{})
@@ -135,6 +147,8 @@ func BenchmarkDashboardUnderAttack(b *testing.B) {
 			b.ReportMetric(float64(p99x)/float64(max(p99a, 1)), "p99-ratio")
 			b.ReportMetric(float64(sent.Load())/attackTime.Seconds(), "attacks/s")
 			b.ReportMetric(float64(busy.Load())/float64(max(sent.Load(), 1)), "busy-share")
+			b.ReportMetric(cpu[0]/took[0].Seconds(), "cores-alone")
+			b.ReportMetric(cpu[1]/took[1].Seconds(), "cores-attacked")
 		})
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
@@ -161,6 +163,7 @@ type endpoint struct {
 	reader  *snapshot.Reader
 	opts    Options
 	pool    *parsePool
+	guard   documentGuard
 	limiter *logLimiter
 }
 
@@ -181,7 +184,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, rec: rec}
-	if status, msg := e.check(sw, r); status != 0 {
+	switch status, msg := e.check(sw, r); {
+	case status == answered:
+	case status != 0:
 		reason, code := "transport", fault.BadUserInput
 		switch status {
 		case http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong:
@@ -194,13 +199,13 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rec.refuse(reason, code, msg)
 		writeError(sw, status, code, msg)
-	} else if r.Method == http.MethodGet && !streaming(r) {
+	case r.Method == http.MethodGet && !streaming(r):
 		digest := requestDigest(r)
 		if !e.notModified(ctx, sw, r, digest) {
 			rec.digest, rec.header = digest, sw.Header()
 			e.next.ServeHTTP(sw, r)
 		}
-	} else {
+	default:
 		e.next.ServeHTTP(sw, r)
 	}
 	e.done(ctx, rec, r, sw.status, time.Since(start))
@@ -312,27 +317,66 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	case err != nil:
 		return http.StatusBadRequest, "the request body could not be read"
 	}
-	if msg := requestShape(body, e.opts.MaxVariablesBytes, e.opts.MaxVariableValues); msg != "" {
+	query, msg := requestShape(body, e.opts.MaxVariablesBytes, e.opts.MaxVariableValues)
+	if msg != "" {
 		if strings.HasPrefix(msg, "the variables") {
 			return http.StatusRequestEntityTooLarge, msg
 		}
 		return http.StatusBadRequest, msg
 	}
+	if len(body) > heavyBody {
+		// Decoding a large body again, as gqlgen's transport does, costs
+		// more than lexing its document: a document the prescan refuses is
+		// answered here.
+		if gqlErr := e.prescanBody(r.Context(), query); gqlErr != nil {
+			writeRequestError(w, r, presenter()(r.Context(), gqlErr))
+			return answered, ""
+		}
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return 0, ""
 }
 
+// answered is the status check returns for a request it has answered.
+const answered = -1
+
+// prescanBody prescans the query of a body, unless it is in the cache.
+func (e *endpoint) prescanBody(ctx context.Context, raw json.RawMessage) *gqlerror.Error {
+	var query string
+	if json.Unmarshal(raw, &query) != nil || query == "" {
+		return nil
+	}
+	if _, ok := e.guard.cache.Get(ctx, query); ok {
+		return nil
+	}
+	return e.guard.prescan(ctx, query)
+}
+
+// writeRequestError answers a request error as gqlgen's POST transport
+// does: 400 under application/graphql-response+json, 422 under
+// application/json.
+func writeRequestError(w http.ResponseWriter, r *http.Request, gqlErr *gqlerror.Error) {
+	ctype, status := "application/json", http.StatusUnprocessableEntity
+	if strings.Contains(r.Header.Get("Accept"), "application/graphql-response+json") {
+		ctype, status = "application/graphql-response+json", http.StatusBadRequest
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"errors": gqlerror.List{gqlErr}, "data": nil})
+}
+
 // requestShape says what is wrong with a POST body that is not one GraphQL
-// request object, in words about its shape only.
-func requestShape(body []byte, maxVariables, maxValues int) string {
+// request object, in words about its shape only; else it returns the
+// query as sent (a JSON string, or nothing).
+func requestShape(body []byte, maxVariables, maxValues int) (json.RawMessage, string) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return "batched requests (a JSON array of operations) are not supported: send one operation per request"
+		return nil, "batched requests (a JSON array of operations) are not supported: send one operation per request"
 	}
 	// Counted before anything is decoded: the request object's own keys
 	// and an extensions object take a few more.
 	if jsonValues(body) > maxValues+16 {
-		return fmt.Sprintf("the variables hold more than %d values", maxValues)
+		return nil, fmt.Sprintf("the variables hold more than %d values", maxValues)
 	}
 	var req struct {
 		Query         json.RawMessage `json:"query"`
@@ -343,12 +387,12 @@ func requestShape(body []byte, maxVariables, maxValues int) string {
 	if err := json.Unmarshal(body, &req); err != nil {
 		var syntax *json.SyntaxError
 		if errors.As(err, &syntax) || len(trimmed) == 0 {
-			return "the request body is not valid JSON"
+			return nil, "the request body is not valid JSON"
 		}
-		return "the request body must be a JSON object with a query string"
+		return nil, "the request body must be a JSON object with a query string"
 	}
 	if len(req.Variables) > maxVariables {
-		return fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
+		return nil, fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
 	}
 	kinds := []struct {
 		name string
@@ -360,11 +404,11 @@ func requestShape(body []byte, maxVariables, maxValues int) string {
 			continue
 		}
 		if k.want == '"' {
-			return fmt.Sprintf("%q must be a string", k.name)
+			return nil, fmt.Sprintf("%q must be a string", k.name)
 		}
-		return fmt.Sprintf("%q must be an object", k.name)
+		return nil, fmt.Sprintf("%q must be an object", k.name)
 	}
-	return ""
+	return req.Query, ""
 }
 
 // jsonValues counts, without decoding, the list elements and object
