@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // Reader reads snapshots of one engine store. It is safe for concurrent use.
@@ -251,7 +252,7 @@ func scanPosition(ctx context.Context, tx store.Tx) (Position, error) {
 
 // checkPosition decodes the position row.
 func checkPosition(src string, rev int64) (Position, error) {
-	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
+	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > vocab.MaxSafe {
 		return Position{}, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
 	return Position{Source: src, Revision: rev}, nil

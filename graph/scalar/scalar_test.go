@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 func TestDateTime(t *testing.T) {
@@ -33,16 +34,16 @@ func TestDateTime(t *testing.T) {
 
 func TestSafeInt(t *testing.T) {
 	var b bytes.Buffer
-	MarshalSafeInt(snapshot.MaxSafe).MarshalGQL(&b)
+	MarshalSafeInt(vocab.MaxSafe).MarshalGQL(&b)
 	if b.String() != "9007199254740991" {
 		t.Fatalf("marshalled %s", b.String())
 	}
-	for _, in := range []any{int64(0), int64(snapshot.MaxSafe), json.Number("42"), float64(7), "12"} {
+	for _, in := range []any{int64(0), int64(vocab.MaxSafe), json.Number("42"), float64(7), "12"} {
 		if _, err := UnmarshalSafeInt(in); err != nil {
 			t.Errorf("UnmarshalSafeInt(%v): %v", in, err)
 		}
 	}
-	for _, in := range []any{int64(-1), int64(snapshot.MaxSafe + 1), json.Number("1.5"), float64(1.5), "x", true, nil} {
+	for _, in := range []any{int64(-1), int64(vocab.MaxSafe + 1), json.Number("1.5"), float64(1.5), "x", true, nil} {
 		if _, err := UnmarshalSafeInt(in); err == nil {
 			t.Errorf("UnmarshalSafeInt(%v) accepted it", in)
 		}
