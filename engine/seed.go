@@ -516,78 +516,50 @@ func (g *seeder) familyTime(active bool) int64 {
 
 func finished(status vocab.Status) bool { return status.Finished() }
 
-func (g *seeder) pickStatus() vocab.Status {
-	switch w := g.r.IntN(100); {
-	case w < 66:
-		return vocab.StatusCompleted
-	case w < 75:
-		return vocab.StatusFailed
-	case w < 80:
-		return vocab.StatusCancelled
-	case w < 88:
-		return vocab.StatusRunning
-	case w < 96:
-		return vocab.StatusSuspended
-	default:
-		return vocab.StatusPending
-	}
+// statusMix is a distribution of statuses: each status with the bound,
+// out of 100, below which a draw picks it, in rising order, the last 100.
+type statusMix []struct {
+	below  int
+	status vocab.Status
 }
 
-// pickParentStatus never gives pending: a parent ran to spawn its children.
-func (g *seeder) pickParentStatus() vocab.Status {
-	switch w := g.r.IntN(100); {
-	case w < 62:
-		return vocab.StatusCompleted
-	case w < 70:
-		return vocab.StatusFailed
-	case w < 75:
-		return vocab.StatusCancelled
-	case w < 85:
-		return vocab.StatusRunning
-	default:
-		return vocab.StatusSuspended
-	}
-}
-
-// childStatus follows the parent: a finished parent's children finished.
-func (g *seeder) childStatus(parent vocab.Status) vocab.Status {
+// pick draws a status from m.
+func (g *seeder) pick(m statusMix) vocab.Status {
 	w := g.r.IntN(100)
-	switch parent {
-	case vocab.StatusCompleted:
-		switch {
-		case w < 95:
-			return vocab.StatusCompleted
-		case w < 98:
-			return vocab.StatusFailed
+	for _, e := range m {
+		if w < e.below {
+			return e.status
 		}
-		return vocab.StatusCancelled
-	case vocab.StatusFailed:
-		switch {
-		case w < 70:
-			return vocab.StatusCompleted
-		case w < 95:
-			return vocab.StatusFailed
-		}
-		return vocab.StatusCancelled
-	case vocab.StatusCancelled:
-		if w < 50 {
-			return vocab.StatusCompleted
-		}
-		return vocab.StatusCancelled
 	}
-	switch {
-	case w < 50:
-		return vocab.StatusCompleted
-	case w < 65:
-		return vocab.StatusRunning
-	case w < 80:
-		return vocab.StatusPending
-	case w < 90:
-		return vocab.StatusSuspended
-	case w < 97:
-		return vocab.StatusFailed
+	return m[len(m)-1].status
+}
+
+// The mixes the history is drawn from: a parent never pends (it ran to
+// spawn its children), and a child follows its parent, a finished parent's
+// children having finished.
+var (
+	rootMix = statusMix{{66, vocab.StatusCompleted}, {75, vocab.StatusFailed}, {80, vocab.StatusCancelled},
+		{88, vocab.StatusRunning}, {96, vocab.StatusSuspended}, {100, vocab.StatusPending}}
+	parentMix = statusMix{{62, vocab.StatusCompleted}, {70, vocab.StatusFailed}, {75, vocab.StatusCancelled},
+		{85, vocab.StatusRunning}, {100, vocab.StatusSuspended}}
+	childMix = map[vocab.Status]statusMix{
+		vocab.StatusCompleted: {{95, vocab.StatusCompleted}, {98, vocab.StatusFailed}, {100, vocab.StatusCancelled}},
+		vocab.StatusFailed:    {{70, vocab.StatusCompleted}, {95, vocab.StatusFailed}, {100, vocab.StatusCancelled}},
+		vocab.StatusCancelled: {{50, vocab.StatusCompleted}, {100, vocab.StatusCancelled}},
 	}
-	return vocab.StatusCancelled
+	// childOfLiveMix is the mix of an unfinished parent's children.
+	childOfLiveMix = statusMix{{50, vocab.StatusCompleted}, {65, vocab.StatusRunning}, {80, vocab.StatusPending},
+		{90, vocab.StatusSuspended}, {97, vocab.StatusFailed}, {100, vocab.StatusCancelled}}
+)
+
+func (g *seeder) pickStatus() vocab.Status       { return g.pick(rootMix) }
+func (g *seeder) pickParentStatus() vocab.Status { return g.pick(parentMix) }
+
+func (g *seeder) childStatus(parent vocab.Status) vocab.Status {
+	if m, ok := childMix[parent]; ok {
+		return g.pick(m)
+	}
+	return g.pick(childOfLiveMix)
 }
 
 // newRun makes the next run, created at created, with status and
