@@ -88,9 +88,39 @@ func UnmarshalRunOrder(v any) (snapshot.RunOrder, error) {
 	return "", fmt.Errorf("%v is not a RunOrder", v)
 }
 
-// upper writes v upper-cased, as a JSON string.
+// upper writes v upper-cased, as a JSON string. The values of the API's
+// enums are spelled once, here, so that writing one allocates nothing.
 func upper[T ~string](v T) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(strings.ToUpper(string(v)))) })
+	if q, ok := spelled[string(v)]; ok {
+		return q
+	}
+	return spell(string(v))
+}
+
+// quoted is an enum value as the response spells it, quotes included.
+type quoted struct{ json string }
+
+func (q *quoted) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, q.json) }
+
+func spell(v string) *quoted { return &quoted{strconv.Quote(strings.ToUpper(v))} }
+
+// spelled holds the response spelling of every value of the enums above.
+var spelled = func() map[string]*quoted {
+	m := map[string]*quoted{}
+	spellAll(m, vocab.Statuses)
+	spellAll(m, vocab.WaitingKinds)
+	spellAll(m, vocab.StepTypes)
+	spellAll(m, snapshot.StepStates)
+	spellAll(m, vocab.AttemptStates)
+	spellAll(m, vocab.ResultTypes)
+	spellAll(m, vocab.RunEventTypes)
+	return m
+}()
+
+func spellAll[T ~string](m map[string]*quoted, values []T) {
+	for _, v := range values {
+		m[string(v)] = spell(string(v))
+	}
 }
 
 // fromUpper returns the value of values whose upper-case spelling v is.

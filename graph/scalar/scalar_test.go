@@ -3,6 +3,7 @@ package scalar
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/flowsnap/flowsnap/snapshot"
@@ -65,5 +66,35 @@ func TestJSONPassesThroughUnchanged(t *testing.T) {
 	got, err := UnmarshalJSON(map[string]any{"k": []any{1.0, "v"}})
 	if err != nil || string(got) != `{"k":[1,"v"]}` {
 		t.Fatalf("UnmarshalJSON = %s, %v", got, err)
+	}
+}
+
+func TestEnumsAreSpelledInUpperCase(t *testing.T) {
+	for _, c := range []struct {
+		m    interface{ MarshalGQL(io.Writer) }
+		want string
+	}{
+		{MarshalRunStatus(vocab.StatusRunning), `"RUNNING"`},
+		{MarshalStepState(snapshot.StepTimedOut), `"TIMED_OUT"`},
+		{MarshalResultType(vocab.ResultJSON), `"JSON"`},
+		{MarshalRunEventType("unheard_of"), `"UNHEARD_OF"`},
+		{MarshalRunOrder(snapshot.OldestFirst), `"OLDEST_FIRST"`},
+	} {
+		var b bytes.Buffer
+		c.m.MarshalGQL(&b)
+		if b.String() != c.want {
+			t.Errorf("marshalled %s, want %s", b.String(), c.want)
+		}
+	}
+	if s, err := UnmarshalStepState("TIMED_OUT"); err != nil || s != snapshot.StepTimedOut {
+		t.Errorf("UnmarshalStepState(TIMED_OUT) = %q, %v", s, err)
+	}
+	for _, in := range []any{"timed_out", "Running", "ASLEEP", 3, nil} {
+		if _, err := UnmarshalRunStatus(in); err == nil {
+			t.Errorf("UnmarshalRunStatus(%v) accepted it", in)
+		}
+	}
+	if _, err := UnmarshalRunOrder("SIDEWAYS"); err == nil {
+		t.Error("UnmarshalRunOrder(SIDEWAYS) accepted it")
 	}
 }
