@@ -304,6 +304,20 @@ func TestGenqlientClient(t *testing.T) {
 		}
 	})
 
+	// What genqlient's optional: value would send for a RunFilter's unset
+	// fields, and why the configuration asks for pointers.
+	t.Run("zero values in a filter select nothing or are refused", func(t *testing.T) {
+		res, err := client.ListRuns(ctx, c, &client.RunFilter{FlowName: ptr("")}, nil, nil, nil)
+		if err != nil || res.CountRuns.Count != 0 || len(res.ListRuns.Edges) != 0 {
+			t.Fatalf("flowName \"\": %v %+v", err, res)
+		}
+		_, err = client.ListRuns(ctx, c, &client.RunFilter{CreatedBefore: &time.Time{}}, nil, nil, nil)
+		var list gqlerror.List
+		if !errors.As(err, &list) || len(list) == 0 || list[0].Extensions["code"] != "BAD_USER_INPUT" {
+			t.Fatalf("a zero time.Time: %#v", err)
+		}
+	})
+
 	t.Run("the GET client reads the same", func(t *testing.T) {
 		get := graphql.NewClientUsingGet(base+"/graphql", http.DefaultClient)
 		res, err := client.Runs(ctx, get, []string{"gq-parent"})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/Khan/genqlient/generate"
@@ -40,5 +41,30 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(files[want], committed) {
 		t.Fatal("generated.go differs from what genqlient makes: run `go generate ./clients/genqlient` and commit the result")
+	}
+}
+
+// TestTheREADMEShowsThisConfiguration fails when the configuration the
+// README's genqlient section shows is not genqlient.yaml as it is.
+func TestTheREADMEShowsThisConfiguration(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile("genqlient.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### Go: genqlient\n")
+	if !ok {
+		t.Fatal("the README has no genqlient section")
+	}
+	_, block, ok := strings.Cut(section, "\n```yaml\n")
+	if !ok {
+		t.Fatal("the README's genqlient section shows no configuration")
+	}
+	block, _, _ = strings.Cut(block, "```\n")
+	if block != string(config) {
+		t.Fatalf("the README shows\n%s\nbut genqlient.yaml is\n%s", block, config)
 	}
 }
