@@ -249,10 +249,13 @@ func (e *endpoint) done(ctx context.Context, rec *record, r *http.Request, statu
 // check refuses, with a status and a message that echoes nothing of the
 // request, what gqlgen's transports would answer without a code or with the
 // body echoed: other methods, other content types, URL escapes that do not
-// decode, bodies over the limit, bodies that are not one JSON request
+// decode, WebSocket upgrades from another origin, bodies over the limit, bodies that are not one JSON request
 // object, and batches (JSON arrays) of operations. A POST body is read here,
 // whole, under the limit, and handed on.
 func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
+	if r.Header.Get("Upgrade") != "" && !sameOrigin(r) {
+		return http.StatusForbidden, "a WebSocket from a page on another origin needs that origin allowed (--cors-origin)"
+	}
 	if streaming(r) && r.Method == http.MethodGet {
 		return 0, ""
 	}
@@ -293,6 +296,19 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return 0, ""
+}
+
+// sameOrigin reports whether r carries no Origin (not a browser page, or
+// one the CORS middleware vouched for) or one on r's own host: the rule the
+// WebSocket handshake applies, checked first so that its refusal is coded,
+// counted and logged like any other.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 // requestShape says what is wrong with a POST body that is not one GraphQL

@@ -251,3 +251,74 @@ func TestCORSFromABrowserOnAnotherOrigin(t *testing.T) {
 		}
 	})
 }
+
+// TestWebSocketOriginsAreRefusedCountedAndLogged opens WebSocket handshakes
+// from several origins: without an Origin, from flowsnap's own and from an
+// allowed one they are accepted; from another origin the handshake is
+// refused 403 with a code, counted as a transport refusal, and logged once
+// through the logger.
+func TestWebSocketOriginsAreRefusedCountedAndLogged(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.SQLite)
+	storetest.OpenDSN(t, dsn, true)
+	addr, out, _ := startServeOutput(t, noEnv, "--db", dsn, "--log-format", "json", "--cors-origin", "http://ok.example")
+	handshake := func(origin string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/graphql", nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		req.Header.Set("Sec-WebSocket-Protocol", "graphql-transport-ws")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode == http.StatusSwitchingProtocols {
+			return res.StatusCode, ""
+		}
+		var body struct {
+			Errors []struct {
+				Message    string
+				Extensions struct{ Code string }
+			}
+		}
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil || len(body.Errors) != 1 {
+			t.Fatalf("%s: %d %v %+v", origin, res.StatusCode, err, body)
+		}
+		return res.StatusCode, body.Errors[0].Extensions.Code + ": " + body.Errors[0].Message
+	}
+	for _, origin := range []string{"", "http://" + addr, "http://ok.example"} {
+		if status, msg := handshake(origin); status != http.StatusSwitchingProtocols {
+			t.Errorf("origin %q: %d %s, want 101", origin, status, msg)
+		}
+	}
+	status, msg := handshake("http://elsewhere.example")
+	if status != http.StatusForbidden || !strings.HasPrefix(msg, "BAD_USER_INPUT: ") || !strings.Contains(msg, "--cors-origin") {
+		t.Fatalf("another origin: %d %s", status, msg)
+	}
+	_, metrics := httpGet(t, "http://"+addr+"/metrics")
+	if !strings.Contains(metrics, `flowsnap_graphql_refused_requests_total{reason="transport"} 1`) ||
+		!strings.Contains(metrics, `flowsnap_http_responses_total{code="403",route="/graphql"} 1`) {
+		t.Fatalf("the refusal is not counted:\n%s", grepLines(metrics, "flowsnap_"))
+	}
+	var refusals int
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("a log line is not JSON: %q", line)
+		}
+		if entry["msg"] == "graphql refused" {
+			refusals++
+			if entry["reason"] != "transport" || entry["status"] != 403.0 || entry["code"] != "BAD_USER_INPUT" {
+				t.Fatalf("refusal logged as %v", entry)
+			}
+		}
+	}
+	if refusals != 1 {
+		t.Fatalf("%d refusals logged, want 1:\n%s", refusals, out.String())
+	}
+}
