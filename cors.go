@@ -14,6 +14,9 @@ import (
 // with the allowed origin, methods, headers and how long to cache them; a
 // page may send If-None-Match and read the ETag, to revalidate a GET.
 //
+// A preflight from an origin not allowed goes on to next, which refuses it
+// with a code and counts and logs it, as it does without origins.
+//
 // Browsers apply no CORS to WebSockets: the WebSocket handshake itself
 // refuses an Origin other than the Host. An upgrade from an allowed origin
 // is vouched for here, and reaches the handshake without its Origin.
@@ -30,6 +33,10 @@ func withCORS(next http.Handler, origins []string) http.Handler {
 	})
 	h := c.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && !c.OriginAllowed(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.Header.Get("Upgrade") != "" && r.Header.Get("Origin") != "" && c.OriginAllowed(r) {
 			r = r.Clone(r.Context())
 			r.Header.Del("Origin")

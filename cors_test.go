@@ -241,6 +241,10 @@ func TestCORSFromABrowserOnAnotherOrigin(t *testing.T) {
 			if state != "error" {
 				t.Fatalf("the WebSocket from another origin was accepted: %v", out)
 			}
+			_, metrics := httpGet(t, api.base+"/metrics")
+			if !strings.Contains(metrics, `flowsnap_graphql_refused_requests_total{reason="transport"} 2`) {
+				t.Fatalf("the preflight and the handshake are not counted as refused:\n%s", grepLines(metrics, "refused"))
+			}
 		})
 	}
 
@@ -252,32 +256,26 @@ func TestCORSFromABrowserOnAnotherOrigin(t *testing.T) {
 	})
 }
 
-// TestWebSocketOriginsAreRefusedCountedAndLogged opens WebSocket handshakes
-// from several origins: without an Origin, from flowsnap's own and from an
-// allowed one they are accepted; from another origin the handshake is
-// refused 403 with a code, counted as a transport refusal, and logged once
+// TestPagesOnOtherOriginsAreRefusedCountedAndLogged sends what a browser
+// page sends before calling flowsnap, a preflight and a WebSocket handshake,
+// from several origins: from flowsnap's own, an allowed one, or with no
+// Origin they pass; from another origin, with --cors-origin or without, each
+// is refused 403 with a code, counted as a transport refusal and logged once
 // through the logger.
-func TestWebSocketOriginsAreRefusedCountedAndLogged(t *testing.T) {
+func TestPagesOnOtherOriginsAreRefusedCountedAndLogged(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.DSN(t, store.SQLite)
 	storetest.OpenDSN(t, dsn, true)
-	addr, out, _ := startServeOutput(t, noEnv, "--db", dsn, "--log-format", "json", "--cors-origin", "http://ok.example")
-	handshake := func(origin string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/graphql", nil)
-		req.Header.Set("Connection", "Upgrade")
-		req.Header.Set("Upgrade", "websocket")
-		req.Header.Set("Sec-WebSocket-Version", "13")
-		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-		req.Header.Set("Sec-WebSocket-Protocol", "graphql-transport-ws")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
+	// send makes the request and returns its status and, for a refusal,
+	// its error's code and message.
+	send := func(t *testing.T, req *http.Request) (int, string) {
+		t.Helper()
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		if res.StatusCode == http.StatusSwitchingProtocols {
+		if res.StatusCode < 400 {
 			return res.StatusCode, ""
 		}
 		var body struct {
@@ -287,38 +285,71 @@ func TestWebSocketOriginsAreRefusedCountedAndLogged(t *testing.T) {
 			}
 		}
 		if err := json.NewDecoder(res.Body).Decode(&body); err != nil || len(body.Errors) != 1 {
-			t.Fatalf("%s: %d %v %+v", origin, res.StatusCode, err, body)
+			t.Fatalf("%s %s: %d %v %+v", req.Method, req.Header.Get("Origin"), res.StatusCode, err, body)
 		}
 		return res.StatusCode, body.Errors[0].Extensions.Code + ": " + body.Errors[0].Message
 	}
-	for _, origin := range []string{"", "http://" + addr, "http://ok.example"} {
-		if status, msg := handshake(origin); status != http.StatusSwitchingProtocols {
-			t.Errorf("origin %q: %d %s, want 101", origin, status, msg)
+	handshake := func(addr, origin string) *http.Request {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/graphql", nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		req.Header.Set("Sec-WebSocket-Protocol", "graphql-transport-ws")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
 		}
+		return req
 	}
-	status, msg := handshake("http://elsewhere.example")
-	if status != http.StatusForbidden || !strings.HasPrefix(msg, "BAD_USER_INPUT: ") || !strings.Contains(msg, "--cors-origin") {
-		t.Fatalf("another origin: %d %s", status, msg)
+	preflight := func(addr, origin string) *http.Request {
+		req, _ := http.NewRequest(http.MethodOptions, "http://"+addr+"/graphql", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "content-type")
+		return req
 	}
-	_, metrics := httpGet(t, "http://"+addr+"/metrics")
-	if !strings.Contains(metrics, `flowsnap_graphql_refused_requests_total{reason="transport"} 1`) ||
-		!strings.Contains(metrics, `flowsnap_http_responses_total{code="403",route="/graphql"} 1`) {
-		t.Fatalf("the refusal is not counted:\n%s", grepLines(metrics, "flowsnap_"))
-	}
-	var refusals int
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var entry map[string]any
-		if err := json.Unmarshal([]byte(line), &entry); err != nil {
-			t.Fatalf("a log line is not JSON: %q", line)
-		}
-		if entry["msg"] == "graphql refused" {
-			refusals++
-			if entry["reason"] != "transport" || entry["status"] != 403.0 || entry["code"] != "BAD_USER_INPUT" {
-				t.Fatalf("refusal logged as %v", entry)
+	for name, flags := range map[string][]string{"with --cors-origin": {"--cors-origin", "http://ok.example"}, "without --cors-origin": nil} {
+		t.Run(name, func(t *testing.T) {
+			addr, out, _ := startServeOutput(t, noEnv, append([]string{"--db", dsn, "--log-format", "json"}, flags...)...)
+			allowed := []string{"", "http://" + addr}
+			if flags != nil {
+				allowed = append(allowed, "http://ok.example")
+				if status, msg := send(t, preflight(addr, "http://ok.example")); status != http.StatusNoContent {
+					t.Errorf("the allowed origin's preflight: %d %s", status, msg)
+				}
 			}
-		}
-	}
-	if refusals != 1 {
-		t.Fatalf("%d refusals logged, want 1:\n%s", refusals, out.String())
+			for _, origin := range allowed {
+				if status, msg := send(t, handshake(addr, origin)); status != http.StatusSwitchingProtocols {
+					t.Errorf("a handshake from %q: %d %s, want 101", origin, status, msg)
+				}
+			}
+			for _, req := range []*http.Request{preflight(addr, "http://elsewhere.example"), handshake(addr, "http://elsewhere.example")} {
+				status, msg := send(t, req)
+				if status != http.StatusForbidden || !strings.HasPrefix(msg, "BAD_USER_INPUT: ") || !strings.Contains(msg, "--cors-origin") {
+					t.Fatalf("%s from another origin: %d %s", req.Method, status, msg)
+				}
+			}
+			_, metrics := httpGet(t, "http://"+addr+"/metrics")
+			if !strings.Contains(metrics, `flowsnap_graphql_refused_requests_total{reason="transport"} 2`) ||
+				!strings.Contains(metrics, `flowsnap_http_responses_total{code="403",route="/graphql"} 2`) {
+				t.Fatalf("the refusals are not counted:\n%s", grepLines(metrics, "flowsnap_"))
+			}
+			var refusals []string
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var entry map[string]any
+				if err := json.Unmarshal([]byte(line), &entry); err != nil {
+					t.Fatalf("a log line is not JSON: %q", line)
+				}
+				if entry["msg"] == "graphql refused" {
+					if entry["reason"] != "transport" || entry["status"] != 403.0 || entry["code"] != "BAD_USER_INPUT" {
+						t.Fatalf("refusal logged as %v", entry)
+					}
+					refusals = append(refusals, fmt.Sprint(entry["method"]))
+				}
+			}
+			if len(refusals) != 2 || refusals[0] != "OPTIONS" || refusals[1] != "GET" {
+				t.Fatalf("refusals logged: %v, want OPTIONS and GET:\n%s", refusals, out.String())
+			}
+		})
 	}
 }

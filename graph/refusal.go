@@ -249,12 +249,16 @@ func (e *endpoint) done(ctx context.Context, rec *record, r *http.Request, statu
 // check refuses, with a status and a message that echoes nothing of the
 // request, what gqlgen's transports would answer without a code or with the
 // body echoed: other methods, other content types, URL escapes that do not
-// decode, WebSocket upgrades from another origin, bodies over the limit, bodies that are not one JSON request
-// object, and batches (JSON arrays) of operations. A POST body is read here,
+// decode, preflights and WebSocket upgrades from pages on another origin,
+// bodies over the limit, bodies that are not one JSON request object, and
+// batches (JSON arrays) of operations. A POST body is read here,
 // whole, under the limit, and handed on.
 func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
-	if r.Header.Get("Upgrade") != "" && !sameOrigin(r) {
-		return http.StatusForbidden, "a WebSocket from a page on another origin needs that origin allowed (--cors-origin)"
+	// The CORS middleware answers the preflights of the origins it allows,
+	// so any that reaches here is from a page on an origin not allowed.
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
+	if preflight || r.Header.Get("Upgrade") != "" && !sameOrigin(r) {
+		return http.StatusForbidden, "a page on another origin may call flowsnap only when that origin is allowed (--cors-origin)"
 	}
 	if streaming(r) && r.Method == http.MethodGet {
 		return 0, ""
