@@ -62,7 +62,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	min, err := minRevision(ctx)
 	if err != nil {
 		sub.Close()
-		return refuseSubscription(err)
+		return refuseOperation(ctx, err)
 	}
 	st := &stream{sub: sub, slots: make(chan slot, 1)}
 	st.sent.Store(min)
