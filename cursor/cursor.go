@@ -252,8 +252,9 @@ func (c Cursor) Validate() error {
 	if c.Anchor == "" {
 		return bad("cursor field anchor is empty")
 	}
-	// Anchor and Last reach SQL as ids: they must be ids (SPEC §1), so a
-	// forged cursor fails here and never in the database.
+	// Anchor and Last reach SQL as ids: they must keep the id rule
+	// (vocab.IDProblem), so a forged cursor fails here and never in the
+	// database. Last may be empty; the kind's rule below says when.
 	for _, f := range [...]struct{ name, value string }{{"anchor", c.Anchor}, {"last", c.Last}} {
 		if msg := vocab.IDProblem(f.value); msg != "" && f.value != "" {
 			return bad("cursor field %s %s", f.name, msg)
