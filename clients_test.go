@@ -299,7 +299,6 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 	work := clientWorkdir(t)
 	url, runs := serveDemo(t)
 	vars := map[string]any{"id": runs.parent, "pair": runs.pair[:]}
-	varsJSON, _ := json.Marshal(vars)
 	direct, errs := gqlPost(t, url, clientQuery, vars)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -357,45 +356,98 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 		}
 	})
 
+	// What each client must return as the server answers it: data (with
+	// the part an error nulls) and the errors' codes.
+	answers := []struct {
+		name  string
+		query string
+		vars  map[string]any
+		// invalid: the document does not validate, which Graphcache,
+		// knowing the schema, warns about before sending it.
+		invalid bool
+	}{
+		{"named fragments on a union and an interface", clientQuery, vars, false},
+		{"a bad cursor nulls only its connection", `query($id: ID!) { run(id: $id) { ... on Run { id status children(after: "bad") { nodes { __typename } } } } }`, map[string]any{"id": runs.parent}, false},
+		{"a document that does not validate", `{ nope }`, nil, true},
+	}
+	expect := func(t *testing.T, query string, vars map[string]any) (any, []string) {
+		t.Helper()
+		data, errs := gqlPost(t, url, query, vars)
+		codes := []string{}
+		for _, e := range errs {
+			codes = append(codes, e.(map[string]any)["extensions"].(map[string]any)["code"].(string))
+		}
+		if data == nil {
+			return nil, codes
+		}
+		return withoutTypename(data), codes
+	}
+	type clientAnswer struct {
+		Data  map[string]any
+		Codes []string
+	}
+	check := func(t *testing.T, client string, got clientAnswer, query string, vars map[string]any) {
+		t.Helper()
+		wantData, wantCodes := expect(t, query, vars)
+		var gotData any
+		if got.Data != nil {
+			gotData = withoutTypename(got.Data)
+		}
+		if !reflect.DeepEqual(gotData, wantData) || !slices.Equal(got.Codes, wantCodes) {
+			t.Errorf("%s returned\n%v %v\nthe server answered\n%v %v", client, gotData, got.Codes, wantData, wantCodes)
+		}
+	}
+
 	t.Run("Apollo Client with possibleTypes and typePolicies returns what the server answers", func(t *testing.T) {
-		var res struct {
-			Configured, WithoutPossibleTypes, WithoutTypePolicies map[string]any
-			Warnings                                              []string
-		}
-		if err := json.Unmarshal(runNode(t, work, "apollo.mjs", url, clientQuery, string(varsJSON)), &res); err != nil {
-			t.Fatal(err)
-		}
-		if got := withoutTypename(res.Configured); !reflect.DeepEqual(got, want) {
-			t.Fatalf("Apollo returned\n%v\nthe server answered\n%v", got, want)
-		}
-		if len(res.Warnings) > 0 {
-			t.Fatalf("Apollo warned: %q", res.Warnings)
-		}
-		// What each part of the setup is for: without possibleTypes a
-		// fragment on the union matches nothing and only __typename is
-		// left; without typePolicies one run's step overwrites another's.
-		if run := res.WithoutPossibleTypes["run"].(map[string]any); len(run) != 1 || run["__typename"] != "Run" {
-			t.Fatalf("without possibleTypes, run = %v; the README's reason for it no longer holds", run)
-		}
-		if reflect.DeepEqual(withoutTypename(res.WithoutTypePolicies["runs"]), want.(map[string]any)["runs"]) {
-			t.Fatal("without typePolicies the steps of two runs came back right; the README's reason for them no longer holds")
+		for i, a := range answers {
+			t.Run(a.name, func(t *testing.T) {
+				varsJSON, _ := json.Marshal(a.vars)
+				var res struct {
+					Configured                                clientAnswer
+					WithoutPossibleTypes, WithoutTypePolicies map[string]any
+					Warnings                                  []string
+				}
+				if err := json.Unmarshal(runNode(t, work, "apollo.mjs", url, a.query, string(varsJSON)), &res); err != nil {
+					t.Fatal(err)
+				}
+				check(t, "Apollo", res.Configured, a.query, a.vars)
+				if len(res.Warnings) > 0 {
+					t.Errorf("Apollo warned: %q", res.Warnings)
+				}
+				if i > 0 {
+					return
+				}
+				// What each part of the setup is for: without possibleTypes a
+				// fragment on the union matches nothing and only __typename is
+				// left; without typePolicies one run's step overwrites another's.
+				if run := res.WithoutPossibleTypes["run"].(map[string]any); len(run) != 1 || run["__typename"] != "Run" {
+					t.Errorf("without possibleTypes, run = %v; the README's reason for it no longer holds", run)
+				}
+				if reflect.DeepEqual(withoutTypename(res.WithoutTypePolicies["runs"]), want.(map[string]any)["runs"]) {
+					t.Error("without typePolicies the steps of two runs came back right; the README's reason for them no longer holds")
+				}
+			})
 		}
 	})
 
 	t.Run("urql with Graphcache and the schema returns what the server answers", func(t *testing.T) {
-		var res struct {
-			Data     map[string]any
-			Error    any
-			Warnings []string
-		}
-		if err := json.Unmarshal(runNode(t, work, "urql.mjs", url, clientQuery, string(varsJSON)), &res); err != nil {
-			t.Fatal(err)
-		}
-		if res.Error != nil || len(res.Warnings) > 0 {
-			t.Fatalf("urql: error %v, warnings %q", res.Error, res.Warnings)
-		}
-		if got := withoutTypename(res.Data); !reflect.DeepEqual(got, want) {
-			t.Fatalf("urql returned\n%v\nthe server answered\n%v", got, want)
+		for _, a := range answers {
+			t.Run(a.name, func(t *testing.T) {
+				varsJSON, _ := json.Marshal(a.vars)
+				var res struct {
+					clientAnswer
+					NetworkError any
+					Warnings     []string
+				}
+				if err := json.Unmarshal(runNode(t, work, "urql.mjs", url, a.query, string(varsJSON)), &res); err != nil {
+					t.Fatal(err)
+				}
+				warned := len(res.Warnings) == 1 && strings.Contains(res.Warnings[0], "`nope` does not exist")
+				if res.NetworkError != nil || len(res.Warnings) > 0 && !(a.invalid && warned) || a.invalid && !warned {
+					t.Errorf("urql: network error %v, warnings %q", res.NetworkError, res.Warnings)
+				}
+				check(t, "urql", res.clientAnswer, a.query, a.vars)
+			})
 		}
 	})
 

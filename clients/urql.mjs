@@ -1,6 +1,6 @@
 // Runs one query through urql with Graphcache, set up as the README says,
-// and prints {data, error, warnings} as JSON: warnings are what urql wrote
-// to the console.
+// and prints {data, codes, networkError, warnings} as JSON: codes are the
+// GraphQL errors' extensions.code, warnings what urql wrote to the console.
 // Usage: node urql.mjs URL QUERY VARIABLES_JSON
 import { Client, fetchExchange, gql } from '@urql/core';
 import { cacheExchange } from '@urql/exchange-graphcache';
@@ -49,5 +49,6 @@ const client = new Client({
   exchanges: [cacheExchange({ schema, keys: embeddedKeys(schema) }), fetchExchange],
 });
 const result = await client.query(gql(source), variables ? JSON.parse(variables) : {}).toPromise();
-const error = result.error ? { message: result.error.message, graphQLErrors: result.error.graphQLErrors } : null;
-process.stdout.write(JSON.stringify({ data: result.data ?? null, error, warnings }) + '\n');
+const codes = (result.error?.graphQLErrors ?? []).map((e) => e.extensions?.code);
+const networkError = result.error?.networkError?.message ?? null;
+process.stdout.write(JSON.stringify({ data: result.data ?? null, codes, networkError, warnings }) + '\n');
