@@ -96,3 +96,22 @@ func TestRequestErrorsFollowGraphQLOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// TestAGETAcceptingEventStreamsIsAQuery checks a GET query sent as urql
+// sends it, accepting text/event-stream among other types: it is answered
+// once, like any GET, with its ETag.
+func TestAGETAcceptingEventStreamsIsAQuery(t *testing.T) {
+	h := newHostileServer(t, store.SQLite, graph.Options{})
+	req, _ := http.NewRequest(http.MethodGet, h.url+"?query="+url.QueryEscape(`{ run(id: "parent") { ... on Run { id } } }`), nil)
+	req.Header.Set("Accept", "application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/graphql-response+json" ||
+		!strings.HasPrefix(res.Header.Get("ETag"), `W/"`) || !strings.Contains(string(raw), `"id":"parent"`) {
+		t.Fatalf("%d %v %s", res.StatusCode, res.Header, raw)
+	}
+}

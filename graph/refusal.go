@@ -208,9 +208,13 @@ func (e *endpoint) serve(w http.ResponseWriter, r *http.Request) {
 	rw.finish()
 }
 
-// streaming reports whether r opens a stream of responses.
+// streaming reports whether r opens a stream of responses, as the
+// transports decide it: a WebSocket upgrade, or a POST that accepts server-
+// sent events. A GET that lists text/event-stream among the types it
+// accepts, as urql's queries do, is one query answered once.
 func streaming(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	return r.Header.Get("Upgrade") != "" ||
+		r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
 // releaseSlot gives back the parsing slot the request holds, if any.
