@@ -357,18 +357,23 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 	})
 
 	// What each client must return as the server answers it: data (with
-	// the part an error nulls) and the errors' codes.
-	answers := []struct {
-		name  string
-		query string
-		vars  map[string]any
-		// invalid: the document does not validate, which Graphcache,
-		// knowing the schema, warns about before sending it.
-		invalid bool
-	}{
-		{"named fragments on a union and an interface", clientQuery, vars, false},
-		{"a bad cursor nulls only its connection", `query($id: ID!) { run(id: $id) { ... on Run { id status children(after: "bad") { nodes { __typename } } } } }`, map[string]any{"id": runs.parent}, false},
-		{"a document that does not validate", `{ nope }`, nil, true},
+	// the part an error nulls) and the errors' codes. vars may be a list of
+	// pages, queried in order; then the client's cache merges them, and
+	// its last answer must be what the server answers to wantQuery.
+	const childPage = `query($id: ID!, $first: Int = 1, $after: String) { run(id: $id) { ... on Run { id
+		children(first: $first, after: $after) { edges { cursor node { ... on Run { id status } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } } }`
+	first, errs := gqlPost(t, url, childPage, map[string]any{"id": runs.parent})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	cursor := first["run"].(map[string]any)["children"].(map[string]any)["pageInfo"].(map[string]any)["endCursor"]
+	answers := []clientCase{
+		{name: "named fragments on a union and an interface", query: clientQuery, vars: vars},
+		{name: "a bad cursor nulls only its connection", query: `query($id: ID!) { run(id: $id) { ... on Run { id status children(after: "bad") { nodes { __typename } } } } }`, vars: map[string]any{"id": runs.parent}},
+		{name: "a document that does not validate", query: `{ nope }`, invalid: true},
+		{name: "two pages of children merge into the first two", query: childPage,
+			vars:      []map[string]any{{"id": runs.parent}, {"id": runs.parent, "after": cursor}},
+			wantQuery: childPage, wantVars: map[string]any{"id": runs.parent, "first": 2}},
 	}
 	expect := func(t *testing.T, query string, vars map[string]any) (any, []string) {
 		t.Helper()
@@ -386,9 +391,13 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 		Data  map[string]any
 		Codes []string
 	}
-	check := func(t *testing.T, client string, got clientAnswer, query string, vars map[string]any) {
+	check := func(t *testing.T, client string, got clientAnswer, c clientCase) {
 		t.Helper()
-		wantData, wantCodes := expect(t, query, vars)
+		q, v := c.want()
+		wantData, wantCodes := expect(t, q, v)
+		if len(got.Codes) == 0 {
+			got.Codes = []string{}
+		}
 		var gotData any
 		if got.Data != nil {
 			gotData = withoutTypename(got.Data)
@@ -410,7 +419,7 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 				if err := json.Unmarshal(runNode(t, work, "apollo.mjs", url, a.query, string(varsJSON)), &res); err != nil {
 					t.Fatal(err)
 				}
-				check(t, "Apollo", res.Configured, a.query, a.vars)
+				check(t, "Apollo", res.Configured, a)
 				if len(res.Warnings) > 0 {
 					t.Errorf("Apollo warned: %q", res.Warnings)
 				}
@@ -446,7 +455,7 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 				if res.NetworkError != nil || len(res.Warnings) > 0 && !(a.invalid && warned) || a.invalid && !warned {
 					t.Errorf("urql: network error %v, warnings %q", res.NetworkError, res.Warnings)
 				}
-				check(t, "urql", res.clientAnswer, a.query, a.vars)
+				check(t, "urql", res.clientAnswer, a)
 			})
 		}
 	})
@@ -472,6 +481,29 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 			t.Fatalf("only %d audits passed", passed)
 		}
 	})
+}
+
+// clientCase is a query a client runs and what it must return.
+type clientCase struct {
+	name  string
+	query string
+	// vars is one object of variables, or a list: pages queried in order.
+	vars any
+	// invalid: the document does not validate, which Graphcache, knowing
+	// the schema, warns about before sending it.
+	invalid bool
+	// wantQuery and wantVars, when set, ask the server for the answer the
+	// client must return; else query and vars do.
+	wantQuery string
+	wantVars  map[string]any
+}
+
+func (c clientCase) want() (string, map[string]any) {
+	if c.wantQuery != "" {
+		return c.wantQuery, c.wantVars
+	}
+	vars, _ := c.vars.(map[string]any)
+	return c.query, vars
 }
 
 // deliberateAuditWarnings are the graphql-http audits flowsnap warns on by

@@ -3,9 +3,13 @@
 // withoutPossibleTypes, withoutTypePolicies, warnings}, codes being the
 // errors' extensions.code. The two other clients each leave out one
 // part of the setup, to show what it is for; warnings are what the
-// configured client wrote to the console.
-// Usage: node apollo.mjs URL QUERY VARIABLES_JSON
+// configured client wrote to the console. VARIABLES_JSON may be an array:
+// then the query runs once per element, in order, from the network (the
+// pages of a connection), and what is printed is the last answer, which the
+// cache has merged.
+// Usage: node apollo.mjs URL QUERY [VARIABLES_JSON]
 import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
+import { relayStylePagination } from '@apollo/client/utilities';
 
 const [url, source, variables] = process.argv.slice(2);
 if (!url || !source) {
@@ -21,6 +25,8 @@ if (!url || !source) {
 //     normalized; every other object stays inside its parent. A step's, an
 //     attempt's or an inbound event's id is unique only within its run, and
 //     normalized by it, one run's step would overwrite another's.
+//   - the connections page forward with first/after; Apollo's
+//     relayStylePagination merges the pages of each into one list of edges.
 async function fetchCacheConfig(url) {
   const res = await fetch(url, {
     method: 'POST',
@@ -42,21 +48,30 @@ async function fetchCacheConfig(url) {
       typePolicies[t.name] = { keyFields: false };
     }
   }
+  const pages = relayStylePagination();
+  typePolicies.Run = { fields: { children: pages, rounds: pages, steps: pages, inboundEvents: pages, events: pages } };
+  typePolicies.Query = { fields: { listRuns: relayStylePagination(['filter', 'order']) } };
   return { possibleTypes, typePolicies };
 }
 
 const query = gql(source);
-const vars = variables ? JSON.parse(variables) : {};
+const parsed = variables ? JSON.parse(variables) : {};
+const pages = Array.isArray(parsed) ? parsed : [parsed];
 
 // errorPolicy 'all' keeps the data beside field errors: a bad cursor nulls
 // only its connection, and the rest of the answer stands.
 async function read(cache) {
   const client = new ApolloClient({ link: new HttpLink({ uri: url }), cache });
-  const { data, error } = await client.query({ query, variables: vars, errorPolicy: 'all' });
-  if (error && !error.errors) {
-    throw error; // not an answer with GraphQL errors: the request failed
+  let answer;
+  for (const [i, vars] of pages.entries()) {
+    const fetchPolicy = i === 0 ? 'cache-first' : 'network-only';
+    const { data, error } = await client.query({ query, variables: vars, errorPolicy: 'all', fetchPolicy });
+    if (error && !error.errors) {
+      throw error; // not an answer with GraphQL errors: the request failed
+    }
+    answer = { data: data ?? null, codes: (error?.errors ?? []).map((e) => e.extensions?.code) };
   }
-  return { data: data ?? null, codes: (error?.errors ?? []).map((e) => e.extensions?.code) };
+  return answer;
 }
 
 const { possibleTypes, typePolicies } = await fetchCacheConfig(url);
