@@ -258,12 +258,12 @@ func serveDemo(t *testing.T) (string, demoRuns) {
 	url := "http://" + addr + "/graphql"
 	data, errs := gqlPost(t, url, `{ listRuns(first: 200) { nodes { ... on Run { id
 		children(first: 3) { nodes { ... on Run { id } } }
-		steps(first: 50) { nodes { id state createdAt } } } } } }`, nil)
+		steps(first: 50) { nodes { id state } } } } } }`, nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	var runs demoRuns
-	type step struct{ run, state, createdAt string }
+	type step struct{ run, state string }
 	seen := map[string]step{}
 	for _, n := range data["listRuns"].(map[string]any)["nodes"].([]any) {
 		run := n.(map[string]any)
@@ -276,7 +276,7 @@ func serveDemo(t *testing.T) (string, demoRuns) {
 		}
 		for _, s := range run["steps"].(map[string]any)["nodes"].([]any) {
 			s := s.(map[string]any)
-			sid, st := s["id"].(string), step{id, s["state"].(string), s["createdAt"].(string)}
+			sid, st := s["id"].(string), step{id, s["state"].(string)}
 			if prev, ok := seen[sid]; ok && runs.pair[0] == "" && prev.state != st.state {
 				runs.pair = [2]string{prev.run, id}
 			}
@@ -284,7 +284,7 @@ func serveDemo(t *testing.T) (string, demoRuns) {
 		}
 	}
 	if runs.parent == "" || runs.pair[0] == "" {
-		t.Fatalf("the seeded store lacks a parent of two runs (%q) or two runs with a step id in common (%v)", runs.parent, runs.pair)
+		t.Fatalf("the seeded store lacks a run with two children (%q) or two runs with a step id in common (%v)", runs.parent, runs.pair)
 	}
 	return url, runs
 }
