@@ -416,7 +416,11 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 					WithoutPossibleTypes, WithoutTypePolicies map[string]any
 					Warnings                                  []string
 				}
-				if err := json.Unmarshal(runNode(t, work, "apollo.mjs", url, a.query, string(varsJSON)), &res); err != nil {
+				args := []string{"apollo.mjs", url, a.query, string(varsJSON)}
+				if i == 0 {
+					args = append(args, "--controls")
+				}
+				if err := json.Unmarshal(runNode(t, work, args...), &res); err != nil {
 					t.Fatal(err)
 				}
 				check(t, "Apollo", res.Configured, a)
