@@ -54,16 +54,16 @@ type stream struct {
 // a snapshot of its own.
 func subscription(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
 	if opts.Live == nil {
-		return refuseSubscription(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
+		return refuseOperation(ctx, fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
 	}
 	sub, err := opts.Live.Subscribe()
 	if err != nil {
-		return refuseSubscription(err)
+		return refuseOperation(ctx, err)
 	}
 	min, err := minRevision(ctx)
 	if err != nil {
 		sub.Close()
-		return refuseSubscription(err)
+		return refuseOperation(ctx, err)
 	}
 	st := &stream{sub: sub, slots: make(chan slot, 1)}
 	st.sent.Store(min)
@@ -134,11 +134,15 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	}
 }
 
-// refuseSubscription answers a subscription with err and nothing else.
-func refuseSubscription(err error) graphql.ResponseHandler {
+// refuseOperation answers an operation refused before it runs with err
+// and nothing else, and records the refusal for the request's count and
+// log line.
+func refuseOperation(ctx context.Context, err error) graphql.ResponseHandler {
+	code, msg := fault.CodeOf(err), fault.MessageOf(err)
+	recordOf(ctx).refuse(reasonOf(code), code, msg)
 	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
-		Message:    fault.MessageOf(err),
-		Extensions: map[string]any{"code": string(fault.CodeOf(err))},
+		Message:    msg,
+		Extensions: map[string]any{"code": string(code)},
 	}}})
 }
 
