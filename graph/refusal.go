@@ -421,17 +421,17 @@ func (e *endpoint) prescanBody(ctx context.Context, raw json.RawMessage) *gqlerr
 	return e.guard.prescan(ctx, query)
 }
 
-// writeRequestError answers a request error as gqlgen's POST transport
-// does: 400 under application/graphql-response+json, 422 under
-// application/json.
+// writeRequestError answers a request error as requestErrorWriter makes
+// gqlgen's answers: 400 under application/graphql-response+json, 200 under
+// application/json, no data entry.
 func writeRequestError(w http.ResponseWriter, r *http.Request, gqlErr *gqlerror.Error) {
-	ctype, status := "application/json", http.StatusUnprocessableEntity
-	if strings.Contains(r.Header.Get("Accept"), "application/graphql-response+json") {
-		ctype, status = "application/graphql-response+json", http.StatusBadRequest
+	media, status := responseMedia(r), http.StatusOK
+	if media == mediaGraphQLResponse {
+		status = http.StatusBadRequest
 	}
-	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Type", media)
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"errors": gqlerror.List{gqlErr}, "data": nil})
+	_ = json.NewEncoder(w).Encode(map[string]any{"errors": gqlerror.List{gqlErr}})
 }
 
 // sameOrigin reports whether r carries no Origin (not a browser page, or
