@@ -160,7 +160,8 @@ func TestMain(m *testing.M) {
 // serveLoad serves dsn's GraphQL endpoint at /graphql and the process's
 // CPU time, peak memory and allocations at /rusage, on a loopback port it prints, until
 // its standard input closes. FLOWSNAP_BENCH_SERVER_PROFILE names a file
-// for a CPU profile of the whole serving.
+// for a CPU profile of the whole serving, FLOWSNAP_BENCH_SERVER_MEMPROFILE
+// one for its allocations.
 func serveLoad(dsn string) error {
 	ctx := context.Background()
 	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true})
@@ -178,6 +179,14 @@ func serveLoad(dsn string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("FLOWSNAP_BENCH_SERVER_MEMPROFILE"); path != "" {
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(snapshot.NewReader(db), graph.Options{}))
