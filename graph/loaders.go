@@ -86,7 +86,9 @@ type entry[V any] struct {
 }
 
 func newLoader[K comparable, V any](fetch func(context.Context, []K) ([]V, []error), capacity int) *loader[K, V] {
-	return &loader[K, V]{fetch: fetch, capacity: capacity, entries: map[K]*entry[V]{}}
+	// entries is made by the first key: most operations use few of their
+	// loaders.
+	return &loader[K, V]{fetch: fetch, capacity: capacity}
 }
 
 // get returns the values of keys, reading those nobody has asked for yet
@@ -132,6 +134,9 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var block []entry[V] // the new entries, allocated together
+	if l.entries == nil {
+		l.entries = make(map[K]*entry[V], len(keys))
+	}
 	for i, k := range keys {
 		e, ok := l.entries[k]
 		if !ok {
@@ -195,6 +200,9 @@ func (l *loader[K, V]) prime(k K, v V, err error) {
 	defer l.mu.Unlock()
 	if _, ok := l.entries[k]; ok {
 		return
+	}
+	if l.entries == nil {
+		l.entries = map[K]*entry[V]{}
 	}
 	l.entries[k] = &entry[V]{wave: primed, v: v, err: err}
 }

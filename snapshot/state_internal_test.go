@@ -28,6 +28,10 @@ var stateSeeds = []string{
 	`[{"flowName":"in an array"}]`,
 	`"flowName"`,
 	`{}`,
+	`{"flowName":"a\"b"}`,
+	`{"flowName":"caf\u00e9"}`,
+	`{"flowName":"tab\tand\\slash"}`,
+	`{"flowName":""}`,
 }
 
 func TestTopLevelValueAgreesWithEncodingJSON(t *testing.T) {
@@ -50,9 +54,49 @@ func FuzzTopLevelValue(f *testing.F) {
 
 func checkTopLevel(t *testing.T, doc []byte) {
 	t.Helper()
-	val, found, object := topLevelValue(doc, "flowName")
+	start, end, found, object := topLevelValue(doc, "flowName")
+	val := doc[start:end]
 	wantVal, wantFound, wantObject := referenceTopLevel(doc, "flowName")
 	if found != wantFound || object != wantObject || !bytes.Equal(bytes.TrimSpace(val), bytes.TrimSpace(wantVal)) {
 		t.Errorf("%s: got (%s, %v, %v), encoding/json (%s, %v, %v)", doc, val, found, object, wantVal, wantFound, wantObject)
+	}
+}
+
+func TestPlainStringAgreesWithEncodingJSON(t *testing.T) {
+	for _, doc := range stateSeeds {
+		checkPlainString(t, []byte(doc))
+	}
+}
+
+func FuzzPlainString(f *testing.F) {
+	for _, doc := range stateSeeds {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !json.Valid(doc) {
+			return
+		}
+		checkPlainString(t, doc)
+	})
+}
+
+// checkPlainString checks that the name state takes without unmarshalling
+// is the one encoding/json reads, for the flowName of doc and for doc
+// itself.
+func checkPlainString(t *testing.T, doc []byte) {
+	t.Helper()
+	values := [][]byte{bytes.TrimSpace(doc)}
+	if start, end, found, _ := topLevelValue(doc, "flowName"); found {
+		values = append(values, doc[start:end])
+	}
+	for _, v := range values {
+		got, ok := plainString(string(v))
+		if !ok {
+			continue
+		}
+		var want string
+		if err := json.Unmarshal(v, &want); err != nil || got != want {
+			t.Errorf("%s: plainString %q, encoding/json %q (%v)", v, got, want, err)
+		}
 	}
 }
