@@ -181,6 +181,8 @@ func serveLoad(dsn string) error {
 		defer pprof.StopCPUProfile()
 	}
 	if path := os.Getenv("FLOWSNAP_BENCH_SERVER_MEMPROFILE"); path != "" {
+		// Every allocation, so that the counts are exact.
+		runtime.MemProfileRate = 1
 		defer func() {
 			if f, err := os.Create(path); err == nil {
 				_ = pprof.Lookup("allocs").WriteTo(f, 0)
