@@ -34,9 +34,10 @@ var stateSeeds = []string{
 	`{"flowName":""}`,
 }
 
-func TestTopLevelValueAgreesWithEncodingJSON(t *testing.T) {
+func TestStateScanAgreesWithEncodingJSON(t *testing.T) {
 	for _, doc := range stateSeeds {
 		checkTopLevel(t, []byte(doc))
+		checkPlainString(t, []byte(doc))
 	}
 }
 
@@ -49,6 +50,7 @@ func FuzzTopLevelValue(f *testing.F) {
 			return
 		}
 		checkTopLevel(t, doc)
+		checkPlainString(t, doc)
 	})
 }
 
@@ -60,24 +62,6 @@ func checkTopLevel(t *testing.T, doc []byte) {
 	if found != wantFound || object != wantObject || !bytes.Equal(bytes.TrimSpace(val), bytes.TrimSpace(wantVal)) {
 		t.Errorf("%s: got (%s, %v, %v), encoding/json (%s, %v, %v)", doc, val, found, object, wantVal, wantFound, wantObject)
 	}
-}
-
-func TestPlainStringAgreesWithEncodingJSON(t *testing.T) {
-	for _, doc := range stateSeeds {
-		checkPlainString(t, []byte(doc))
-	}
-}
-
-func FuzzPlainString(f *testing.F) {
-	for _, doc := range stateSeeds {
-		f.Add([]byte(doc))
-	}
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		if !json.Valid(doc) {
-			return
-		}
-		checkPlainString(t, doc)
-	})
 }
 
 // checkPlainString checks that the name state takes without unmarshalling
