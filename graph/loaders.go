@@ -43,8 +43,6 @@ type loaders struct {
 	children *loader[pageKey, *snapshot.Page]
 	rounds   *loader[pageKey, *snapshot.Page]
 	journal  *journalLoaders
-	// flushers fetch what each loader was asked for, for readAhead.
-	flushers []func(context.Context)
 	// ahead reads ahead the whole operation once, for its first root field.
 	ahead sync.Once
 }
@@ -285,10 +283,21 @@ func newLoaders(reader *snapshot.Reader) *loaders {
 	}
 	l.children = newLoader(pages(of(cursor.Children)), pagesBatch)
 	l.rounds = newLoader(pages(of(cursor.Rounds)), pagesBatch)
-	j := l.journal
-	l.flushers = []func(context.Context){l.runs.flush, l.children.flush, l.rounds.flush,
-		j.steps.flush, j.inbound.flush, j.runEvents.flush, j.current.flush, j.step.flush, j.attempts.flush}
 	return l
+}
+
+// flush fetches what each loader was asked for, for readAhead.
+func (l *loaders) flush(ctx context.Context) {
+	j := l.journal
+	l.runs.flush(ctx)
+	l.children.flush(ctx)
+	l.rounds.flush(ctx)
+	j.steps.flush(ctx)
+	j.inbound.flush(ctx)
+	j.runEvents.flush(ctx)
+	j.current.flush(ctx)
+	j.step.flush(ctx)
+	j.attempts.flush(ctx)
 }
 
 type loadersKey struct{}
