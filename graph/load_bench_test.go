@@ -197,7 +197,7 @@ func serveLoad(dsn string) error {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		fmt.Fprintf(w, "%d %d %d %d", ru.Utime.Nano()+ru.Stime.Nano(), ru.Maxrss, ms.Mallocs, ms.TotalAlloc)
+		fmt.Fprintf(w, "%d %d %d %d", ru.Utime.Nano()+ru.Stime.Nano(), peakRSS(), ms.Mallocs, ms.TotalAlloc)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -212,6 +212,23 @@ func serveLoad(dsn string) error {
 		return err
 	}
 	return nil
+}
+
+// peakRSS is this process's peak resident memory in KiB (VmHWM), 0 when
+// unknown. Not getrusage's ru_maxrss, which a process started by exec
+// inherits from the one that started it.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
 }
 
 // loadServer is the GraphQL server BenchmarkLoad posts to.
