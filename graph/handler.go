@@ -179,12 +179,21 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	}
 	srv.Use(shapeLimit{es: es, opts: opts})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		return operation(ctx, next, reader, opts)
+		rh := operation(ctx, next, reader, opts)
+		return func(ctx context.Context) *graphql.Response {
+			resp := rh(ctx)
+			// An operation refused before it runs answers here, without
+			// the response middleware.
+			recordOf(ctx).answered()
+			return resp
+		}
 	})
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		// Parsing and validation are over once a response is made.
 		recordOf(ctx).releaseSlot()
-		return capErrors(next(ctx), opts.MaxErrors)
+		resp := capErrors(next(ctx), opts.MaxErrors)
+		recordOf(ctx).answered()
+		return resp
 	})
 	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, slots: slots, limiter: newLogLimiter(10)})
 }
@@ -218,9 +227,7 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 	min, minErr := minRevision(ctx)
 	if minErr != nil {
 		rd.End()
-		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
-			Message: fault.MessageOf(minErr), Extensions: map[string]any{"code": string(fault.CodeOf(minErr))},
-		}}})
+		return refuseOperation(ctx, minErr)
 	}
 	rd.AtLeast(min)
 	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))

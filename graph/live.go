@@ -37,7 +37,11 @@ type streamKey struct{}
 // stream is what a subscription's handler and its resolver share.
 type stream struct {
 	sub   *live.Sub
-	slots chan context.Context
+	slots chan slot
+	// sent is the latest revision an event was read at. Every event is
+	// read at it or later, whichever replica answers (SPEC §9), as is the
+	// first at the request's minimum revision.
+	sent atomic.Int64
 	// err is the error of the event being handed over, set before the
 	// value is sent: the stream runs outside the response's context, so
 	// the handler adds it to the response.
@@ -49,13 +53,19 @@ type stream struct {
 // a snapshot of its own.
 func subscription(ctx context.Context, next graphql.OperationHandler, reader *snapshot.Reader, opts Options) graphql.ResponseHandler {
 	if opts.Live == nil {
-		return refuseSubscription(fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
+		return refuseOperation(ctx, fault.Errorf(fault.BadUserInput, "this server does not serve subscriptions"))
 	}
 	sub, err := opts.Live.Subscribe()
 	if err != nil {
-		return refuseSubscription(err)
+		return refuseOperation(ctx, err)
 	}
-	st := &stream{sub: sub, slots: make(chan context.Context, 1)}
+	min, err := minRevision(ctx)
+	if err != nil {
+		sub.Close()
+		return refuseOperation(ctx, err)
+	}
+	st := &stream{sub: sub, slots: make(chan slot, 1)}
+	st.sent.Store(min)
 	present := presenter()
 	ctx = context.WithValue(ctx, streamKey{}, st)
 	name, field := operationName(ctx)
@@ -77,9 +87,10 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	return func(ctx context.Context) *graphql.Response {
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
+		rd.AtLeast(st.sent.Load())
 		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader))
 		select {
-		case st.slots <- ectx:
+		case st.slots <- slot{ectx, rd}:
 		default:
 		}
 		resp := rh(ectx)
@@ -109,6 +120,9 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 				resp.Extensions = map[string]any{}
 			}
 			resp.Extensions["position"] = pos
+			if pos.Revision > st.sent.Load() {
+				st.sent.Store(pos.Revision)
+			}
 		}
 		events.Add(1)
 		sub.Sent()
@@ -119,11 +133,15 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	}
 }
 
-// refuseSubscription answers a subscription with err and nothing else.
-func refuseSubscription(err error) graphql.ResponseHandler {
+// refuseOperation answers an operation refused before it runs with err
+// and nothing else, and records the refusal for the request's count and
+// log line.
+func refuseOperation(ctx context.Context, err error) graphql.ResponseHandler {
+	code, msg := fault.CodeOf(err), fault.MessageOf(err)
+	recordOf(ctx).refuse(reasonOf(code), code, msg)
 	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
-		Message:    fault.MessageOf(err),
-		Extensions: map[string]any{"code": string(fault.CodeOf(err))},
+		Message:    msg,
+		Extensions: map[string]any{"code": string(code)},
 	}}})
 }
 
@@ -148,6 +166,13 @@ func operationName(ctx context.Context) (name, field string) {
 // down or, after an error event, the subscription ends. read reads the
 // event's value in the context it is given and says its revision.
 //
+// An event is read at the revision the watcher reported or later, and
+// never before one already sent: with replicas, the next read may land on
+// a copy that lags (it then waits as a request with a minimum revision
+// does). A store restored to an earlier revision cannot be read at the
+// one already sent; the SOURCE_CHANGED error event ends the subscription,
+// and the client resyncs.
+//
 // A read that says again is followed at once by the next, without waiting
 // for a change (the change feed reads a burst in batches); a read that
 // fails with a code in final ends the subscription after its error event.
@@ -157,14 +182,15 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 		return nil, fault.Errorf(fault.Internal, "a subscription without a stream")
 	}
 	setup(st.sub)
+	final = append(final, fault.SourceChanged)
 	out := make(chan T)
 	go func() {
 		defer close(out)
 		last, now := int64(0), true
 		for {
-			var ectx context.Context
+			var sl slot
 			select {
-			case ectx = <-st.slots:
+			case sl = <-st.slots:
 			case <-ctx.Done():
 				return
 			case <-st.sub.Done():
@@ -181,12 +207,16 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 						return
 					}
 					rev, reset := st.sub.Take()
-					if reset || rev > last {
+					if reset {
+						break
+					}
+					if rev > last {
+						sl.rd.AtLeast(rev)
 						break
 					}
 				}
 			}
-			v, rev, again, err := read(ectx)
+			v, rev, again, err := read(sl.ctx)
 			st.err = err
 			now = again && err == nil
 			if err == nil {
@@ -203,6 +233,12 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 		}
 	}()
 	return out, nil
+}
+
+// slot is an event's context, with the read it carries, not yet open.
+type slot struct {
+	ctx context.Context
+	rd  *snapshot.Read
 }
 
 // revisionOf is the revision of the change a snapshot shows: a run's

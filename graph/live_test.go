@@ -298,8 +298,14 @@ type sseStream struct {
 // reads its events in the background.
 func subscribeSSE(t *testing.T, base, query string, vars map[string]any) *sseStream {
 	t.Helper()
+	return postSSE(t, base, map[string]any{"query": query, "variables": vars})
+}
+
+// postSSE posts a subscription request of any body, as subscribeSSE does.
+func postSSE(t *testing.T, base string, request map[string]any) *sseStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	body, _ := json.Marshal(request)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	must(t, err)
 	req.Header.Set("Content-Type", "application/json")

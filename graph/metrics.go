@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowsnap_graphql_refused_requests_total",
-			Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, input, internal.",
+			Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal.",
 		}, []string{"reason"}),
 		names: map[string]bool{},
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -36,6 +37,16 @@ type record struct {
 	// digest and header, set for a GET query, let its answer carry an ETag.
 	digest string
 	header http.Header
+	// report, set for a WebSocket connection, counts and logs a refusal
+	// when its response is sent: a connection carries many operations,
+	// and lasts as long as its client wants.
+	report func(refusal)
+}
+
+// refusal is what a record holds about one refused request or operation.
+type refusal struct {
+	reason, message, cause, name string
+	code                         fault.Code
 }
 
 type recordKey struct{}
@@ -72,6 +83,31 @@ func (r *record) refused() bool {
 	return r.reason != ""
 }
 
+// take returns the refusal the record holds and clears it, so that the
+// next operation of a connection starts afresh.
+func (r *record) take() refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := refusal{reason: r.reason, message: r.message, cause: r.cause, name: r.name, code: r.code}
+	r.reason, r.message, r.cause, r.name, r.code = "", "", "", "", ""
+	return f
+}
+
+// answered reports the refusal of the response just sent on a WebSocket
+// connection, if there is one; for other requests the endpoint reports it
+// when the request ends.
+func (r *record) answered() {
+	r.mu.Lock()
+	report := r.report
+	r.mu.Unlock()
+	if report == nil {
+		return
+	}
+	if f := r.take(); f.reason != "" {
+		report(f)
+	}
+}
+
 // maxMessage bounds a message shown to a client or logged: a parse error
 // quotes a token of the document, and a token can be a megabyte string.
 const maxMessage = 300
@@ -100,6 +136,8 @@ func reasonOf(code fault.Code) string {
 		return "internal"
 	case fault.ComplexityLimit:
 		return "complexity"
+	case live.SubscriptionLimit:
+		return "subscriptions"
 	default:
 		return "input"
 	}
@@ -175,6 +213,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	if r.Header.Get("Upgrade") != "" {
+		rec.report = func(f refusal) { e.log(ctx, f, r, http.StatusSwitchingProtocols, time.Since(start)) }
+	}
 	if status, msg := e.check(sw, r); status != 0 {
 		reason, code := "transport", fault.BadUserInput
 		switch status {
@@ -214,31 +255,34 @@ func (r *record) releaseSlot() {
 	}
 }
 
-// done counts and logs a refused request; served ones are logged by
-// finish, once per operation.
+// done counts and logs a refused request (what a WebSocket connection's
+// operations did not report already); served ones are logged by finish,
+// once per operation.
 func (e *endpoint) done(ctx context.Context, rec *record, r *http.Request, status int, took time.Duration) {
-	if !rec.refused() {
-		return
+	if f := rec.take(); f.reason != "" {
+		e.log(ctx, f, r, status, took)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
+}
+
+// log counts a refusal and logs it, within the log rate limit.
+func (e *endpoint) log(ctx context.Context, f refusal, r *http.Request, status int, took time.Duration) {
 	if e.opts.Metrics != nil {
-		e.opts.Metrics.refusals.WithLabelValues(rec.reason).Inc()
+		e.opts.Metrics.refusals.WithLabelValues(f.reason).Inc()
 	}
-	ok, suppressed := e.limiter.allow(rec.reason)
+	ok, suppressed := e.limiter.allow(f.reason)
 	if !ok {
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String("reason", rec.reason), slog.String("code", string(rec.code)),
-		slog.String("message", rec.message), slog.Int("status", status),
+		slog.String("reason", f.reason), slog.String("code", string(f.code)),
+		slog.String("message", f.message), slog.Int("status", status),
 		slog.String("method", r.Method), slog.Duration("duration", took),
 	}
-	if rec.name != "" {
-		attrs = append(attrs, slog.String("operation", rec.name))
+	if f.name != "" {
+		attrs = append(attrs, slog.String("operation", f.name))
 	}
-	if rec.cause != "" {
-		attrs = append(attrs, slog.String("cause", rec.cause))
+	if f.cause != "" {
+		attrs = append(attrs, slog.String("cause", f.cause))
 	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int("suppressed", suppressed))
@@ -249,10 +293,17 @@ func (e *endpoint) done(ctx context.Context, rec *record, r *http.Request, statu
 // check refuses, with a status and a message that echoes nothing of the
 // request, what gqlgen's transports would answer without a code or with the
 // body echoed: other methods, other content types, URL escapes that do not
-// decode, bodies over the limit, bodies that are not one JSON request
-// object, and batches (JSON arrays) of operations. A POST body is read here,
+// decode, preflights and WebSocket upgrades from pages on another origin,
+// bodies over the limit, bodies that are not one JSON request object, and
+// batches (JSON arrays) of operations. A POST body is read here,
 // whole, under the limit, and handed on.
 func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
+	// The CORS middleware answers the preflights of the origins it allows,
+	// so any that reaches here is from a page on an origin not allowed.
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
+	if preflight || r.Header.Get("Upgrade") != "" && !sameOrigin(r) {
+		return http.StatusForbidden, "a page on another origin may call flowsnap only when that origin is allowed (--cors-origin)"
+	}
 	if streaming(r) && r.Method == http.MethodGet {
 		return 0, ""
 	}
@@ -293,6 +344,19 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return 0, ""
+}
+
+// sameOrigin reports whether r carries no Origin (not a browser page, or
+// one the CORS middleware vouched for) or one on r's own host: the rule the
+// WebSocket handshake applies, checked first so that its refusal is coded,
+// counted and logged like any other.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 // requestShape says what is wrong with a POST body that is not one GraphQL

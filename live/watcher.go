@@ -120,22 +120,45 @@ func (w *Watcher) stop() {
 // short read transaction of its own, and tells the subscribers concerned.
 func (w *Watcher) tick(ctx context.Context) {
 	start := time.Now()
+	w.mu.Lock()
+	min := w.last
+	w.mu.Unlock()
+	pos, changes, err := w.look(ctx, min)
+	if fault.CodeOf(err) == fault.SourceChanged && min > 0 {
+		// No copy of the store reaches the revision already dispatched:
+		// it was restored to an earlier one. Look without a minimum, and
+		// dispatch tells every subscriber.
+		pos, changes, err = w.look(ctx, 0)
+	}
+	if m := w.opts.Metrics; m != nil {
+		m.tick.Observe(time.Since(start).Seconds())
+	}
+	switch {
+	case err == nil:
+		w.dispatch(pos, changes)
+	case ctx.Err() != nil:
+	case fault.CodeOf(err) == fault.Stale:
+		// Every replica is behind what was dispatched, and the primary is
+		// not read: nothing newer to tell of yet.
+		w.opts.Logger.Debug("live: no replica has reached the dispatched revision", slog.Int64("revision", min), slog.Any("error", err))
+	default:
+		w.opts.Logger.Warn("live: reading the store's revision failed", slog.Any("error", err))
+	}
+}
+
+// look reads the position and the changes in one short read at revision
+// min or later. With replicas, reads land on copies that lag by different
+// amounts; the minimum keeps a lagging one from looking like a store
+// rewound to an earlier revision.
+func (w *Watcher) look(ctx context.Context, min int64) (snapshot.Position, []snapshot.Change, error) {
 	rctx, rd := w.reader.Begin(ctx)
+	rd.AtLeast(min)
 	pos, changes, err := w.read(rctx)
 	rd.End()
 	if w.opts.OnTick != nil {
 		w.opts.OnTick(rd.Statements())
 	}
-	if m := w.opts.Metrics; m != nil {
-		m.tick.Observe(time.Since(start).Seconds())
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			w.opts.Logger.Warn("live: reading the store's revision failed", slog.Any("error", err))
-		}
-		return
-	}
-	w.dispatch(pos, changes)
+	return pos, changes, err
 }
 
 // read returns the position and the changes after the last dispatched
