@@ -23,6 +23,7 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 var (
@@ -305,7 +306,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		run(t, chromedp.Navigate(base+"/#/run/live-run"))
 		status(t, "pending")
-		if err := w.Start(bg, "live-run", engine.Owner{HostID: "host-a", PID: 42, Nonce: "n1"}); err != nil {
+		if err := w.Start(bg, "live-run", vocab.Owner{HostID: "host-a", PID: 42, Nonce: "n1"}); err != nil {
 			t.Fatal(err)
 		}
 		status(t, "running")

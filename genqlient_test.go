@@ -21,6 +21,7 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // recorder is an http.Client transport that keeps the variables of every
@@ -88,7 +89,7 @@ func TestGenqlientClient(t *testing.T) {
 	const created = 1893456000123 // 2030-01-01T00:00:00.123Z, after every seeded run
 	clock := int64(created)
 	w := engine.NewWriter(db, func() int64 { clock += 1000; return clock })
-	owner := engine.Owner{HostID: "gq-host", PID: 1 << 40, Nonce: "n1"}
+	owner := vocab.Owner{HostID: "gq-host", PID: 1 << 40, Nonce: "n1"}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

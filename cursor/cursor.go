@@ -57,23 +57,17 @@ package cursor
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // MaxLength is the longest cursor, in characters, that Decode accepts. It
 // bounds the work and memory one argument can cost before anything is
 // decoded.
 const MaxLength = 32768
-
-// MaxOrdinal is the largest ordinal, 2^53-1: every natural of the API is a
-// SafeInt, which a JavaScript client holds exactly.
-const MaxOrdinal = 1<<53 - 1
 
 // version1 and version2 are the first bytes of version 1 and 2 payloads.
 const (
@@ -168,13 +162,13 @@ type Cursor struct {
 	Anchor string
 	// Kind is the kind of list.
 	Kind Kind
-	// Ordinal is the keyset position of the page's last item, 0..MaxOrdinal;
+	// Ordinal is the keyset position of the page's last item, 0..vocab.MaxSafe;
 	// what it is depends on Kind.
 	Ordinal int64
 	// Last is the id of the page's last item, which orders items of equal
 	// Ordinal; empty for kinds whose ordinals are unique.
 	Last string
-	// Revision is the store revision the page was read at, 0..MaxOrdinal; 0
+	// Revision is the store revision the page was read at, 0..vocab.MaxSafe; 0
 	// for a version 1 cursor, which carries none. A read that continues
 	// after the cursor must read at this revision or a later one.
 	Revision int64
@@ -195,14 +189,14 @@ func Encode(c Cursor) string {
 		version = version2
 	}
 	b = append(b, version, code)
-	// A negative ordinal wraps to above MaxOrdinal, which Decode refuses.
+	// A negative ordinal wraps to above vocab.MaxSafe, which Decode refuses.
 	b = binary.AppendUvarint(b, uint64(c.Ordinal))
 	for _, s := range [...]string{c.Source, c.Anchor, c.Last} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
 	if version == version2 {
-		// A negative revision wraps to above MaxOrdinal, which Decode refuses.
+		// A negative revision wraps to above vocab.MaxSafe, which Decode refuses.
 		b = binary.AppendUvarint(b, uint64(c.Revision))
 	}
 	return encoding.EncodeToString(b)
@@ -230,19 +224,19 @@ func uvarintLen(v uint64) int {
 }
 
 // Validate reports whether c can make a cursor that Decode accepts: a known
-// kind, an ordinal in 0..MaxOrdinal, non-empty Source and Anchor, fields of
+// kind, an ordinal in 0..vocab.MaxSafe, non-empty Source and Anchor, fields of
 // valid UTF-8, Last set exactly when the kind needs a tie-breaker, and an
 // encoding of at most MaxLength characters. The error is BAD_CURSOR, because
 // Decode returns it for a cursor that breaks these rules.
 func (c Cursor) Validate() error {
 	spec, ok := specOfKind(c.Kind)
 	if !ok {
-		return bad("cursor has an unknown kind %s", quote(string(c.Kind)))
+		return bad("cursor has an unknown kind %s", vocab.Quote(string(c.Kind)))
 	}
-	if c.Ordinal < 0 || c.Ordinal > MaxOrdinal {
+	if c.Ordinal < 0 || c.Ordinal > vocab.MaxSafe {
 		return bad("cursor field ordinal is not a natural number below 2^53")
 	}
-	if c.Revision < 0 || c.Revision > MaxOrdinal {
+	if c.Revision < 0 || c.Revision > vocab.MaxSafe {
 		return bad("cursor field revision is not a natural number below 2^53")
 	}
 	for _, f := range [...]struct{ name, value string }{
@@ -258,10 +252,11 @@ func (c Cursor) Validate() error {
 	if c.Anchor == "" {
 		return bad("cursor field anchor is empty")
 	}
-	// Anchor and Last reach SQL as ids: they must be ids (SPEC §1), so a
-	// forged cursor fails here and never in the database.
+	// Anchor and Last reach SQL as ids: they must keep the id rule
+	// (vocab.IDProblem), so a forged cursor fails here and never in the
+	// database. Last may be empty; the kind's rule below says when.
 	for _, f := range [...]struct{ name, value string }{{"anchor", c.Anchor}, {"last", c.Last}} {
-		if msg := idProblem(f.value); msg != "" {
+		if msg := vocab.IDProblem(f.value); msg != "" && f.value != "" {
 			return bad("cursor field %s %s", f.name, msg)
 		}
 	}
@@ -359,7 +354,7 @@ func decodeFields(p []byte, withRevision bool) (Cursor, error) {
 	if err != nil {
 		return Cursor{}, err
 	}
-	if ordinal > MaxOrdinal {
+	if ordinal > vocab.MaxSafe {
 		return Cursor{}, bad("cursor field ordinal is not a natural number below 2^53")
 	}
 	c := Cursor{Kind: spec.kind, Ordinal: int64(ordinal)}
@@ -379,7 +374,7 @@ func decodeFields(p []byte, withRevision bool) (Cursor, error) {
 			return Cursor{}, err
 		}
 		switch {
-		case rev > MaxOrdinal:
+		case rev > vocab.MaxSafe:
 			return Cursor{}, bad("cursor field revision is not a natural number below 2^53")
 		case rev == 0:
 			return Cursor{}, bad("cursor version 2 with revision 0 is not minimally encoded (it is written as version 1)")
@@ -448,13 +443,13 @@ func (r *reader) string(field string) (string, error) {
 func (c Cursor) Check(source, anchor string, kind Kind) error {
 	switch {
 	case c.Source != source:
-		return bad("cursor belongs to another store (source %s, this store is %s)", quote(c.Source), quote(source))
+		return bad("cursor belongs to another store (source %s, this store is %s)", vocab.Quote(c.Source), vocab.Quote(source))
 	case c.Kind != kind:
 		return bad("cursor is for %s, not %s", kindName(c.Kind), kindName(kind))
 	case c.Anchor != anchor && kind == List:
 		return bad("cursor belongs to a list with another filter or order")
 	case c.Anchor != anchor:
-		return bad("cursor belongs to the %s of run %s, not of run %s", kindName(kind), quote(c.Anchor), quote(anchor))
+		return bad("cursor belongs to the %s of run %s, not of run %s", kindName(kind), vocab.Quote(c.Anchor), vocab.Quote(anchor))
 	}
 	return nil
 }
@@ -485,28 +480,13 @@ func bad(format string, args ...any) error {
 	return fault.Errorf(fault.BadCursor, format, args...)
 }
 
-// maxQuoted is how many characters of an id an error message shows.
-const maxQuoted = 64
-
-// quote quotes s for an error message, cut to maxQuoted characters.
-func quote(s string) string {
-	n := 0
-	for i := range s {
-		if n == maxQuoted {
-			return strconv.Quote(s[:i]) + "…"
-		}
-		n++
-	}
-	return strconv.Quote(s)
-}
-
 // kindName names k in a message: bare when it is a known kind, quoted and
 // cut otherwise, since an unknown kind can only come from a caller's value.
 func kindName(k Kind) string {
 	if _, ok := specOfKind(k); ok {
 		return string(k)
 	}
-	return quote(string(k))
+	return vocab.Quote(string(k))
 }
 
 // Kinds returns every kind this build knows, in code order.
@@ -516,28 +496,4 @@ func Kinds() []Kind {
 		out[i] = s.kind
 	}
 	return out
-}
-
-// maxIDUnits is the most UTF-16 code units an id may have (SPEC §1).
-const maxIDUnits = 1024
-
-// idProblem says how s breaks the id rule of SPEC §1 beyond being valid
-// UTF-8 (which Validate checks first, and which already excludes lone
-// surrogates): no NUL, at most 1024 UTF-16 code units. Empty is left to
-// the caller, since Last may be empty.
-func idProblem(s string) string {
-	if strings.IndexByte(s, 0) >= 0 {
-		return "holds a NUL character"
-	}
-	if len(s) <= maxIDUnits {
-		return ""
-	}
-	units := 0
-	for _, r := range s {
-		units += utf16.RuneLen(r)
-	}
-	if units > maxIDUnits {
-		return fmt.Sprintf("is too long for an id (more than %d UTF-16 code units)", maxIDUnits)
-	}
-	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 const source = "0123456789abcdef0123456789abcdef"
@@ -64,7 +65,7 @@ func TestEncodeThenDecodeGivesTheSameCursor(t *testing.T) {
 	}{
 		{"a children cursor at the first edge", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Children, Ordinal: 0, Last: "child-1"}},
 		{"a rounds cursor deep in a lineage", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Rounds, Ordinal: 1_000_000, Last: "run-1-r1000000"}},
-		{"a steps cursor at the largest ordinal", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Steps, Ordinal: cursor.MaxOrdinal, Last: "step"}},
+		{"a steps cursor at the largest ordinal", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Steps, Ordinal: vocab.MaxSafe, Last: "step"}},
 		{"an inbound events cursor", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.InboundEvents, Ordinal: 1_767_225_600_000, Last: "evt-9"}},
 		{"an events cursor without a tie-breaker", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Events, Ordinal: 42}},
 		{"a list cursor bound to a filter's digest", cursor.Cursor{Source: source, Anchor: "3f0c2a9d41b7e6058c1d2e3f4a5b6c7d", Kind: cursor.List, Ordinal: 1_764_470_802_123, Last: "run-42"}},
@@ -130,7 +131,7 @@ func TestEncodeUsesTheURLSafeAlphabetWithoutPadding(t *testing.T) {
 			Anchor: randomID(rng),
 			Kind:   cursor.Children,
 			// Vary the length so every tail (none, 2 or 3 characters) occurs.
-			Ordinal: rng.Int64N(cursor.MaxOrdinal + 1),
+			Ordinal: rng.Int64N(vocab.MaxSafe + 1),
 			Last:    strings.Repeat("x", i%3) + randomID(rng),
 		}
 		s := cursor.Encode(c)
@@ -217,7 +218,7 @@ func TestDecodeRefusesMalformedCursors(t *testing.T) {
 		{"version 3 is not read by this build", raw(3), "cursor version 3 is not supported"},
 		{"a version 2 cursor without its revision is truncated", raw(concat([]byte{2}, valid[1:])...), "truncated: field revision is missing"},
 		{"a version 2 cursor with revision 0 is not minimal", raw(concat([]byte{2}, valid[1:], []byte{0})...), "revision 0 is not minimally encoded"},
-		{"a version 2 revision of 2^53 is refused", raw(concat([]byte{2}, valid[1:], binary.AppendUvarint(nil, cursor.MaxOrdinal+1))...), "field revision is not a natural number below 2^53"},
+		{"a version 2 revision of 2^53 is refused", raw(concat([]byte{2}, valid[1:], binary.AppendUvarint(nil, vocab.MaxSafe+1))...), "field revision is not a natural number below 2^53"},
 		{"a version 2 revision not minimally encoded is refused", raw(concat([]byte{2}, valid[1:], []byte{0x85, 0x00})...), "field revision is not minimally encoded"},
 		{"bytes after a version 2 revision are trailing data", raw(concat([]byte{2}, valid[1:], []byte{5, 0})...), "trailing data (1 byte after field revision)"},
 		{"a cursor that is only a version is truncated", raw(1), "truncated: field kind is missing"},
@@ -225,7 +226,7 @@ func TestDecodeRefusesMalformedCursors(t *testing.T) {
 		{"a kind code from a newer build is refused as unknown", raw(payload(200, 7, source, "run", "kid")...), "unknown kind (code 200)"},
 		{"a missing ordinal is truncation", raw(1, 1), "truncated: field ordinal is missing"},
 		{"an unfinished ordinal is truncation", raw(1, 1, 0x80), "truncated: field ordinal is incomplete"},
-		{"an ordinal of 2^53 is refused", raw(payload(1, cursor.MaxOrdinal+1, source, "run", "kid")...), "field ordinal is not a natural number below 2^53"},
+		{"an ordinal of 2^53 is refused", raw(payload(1, vocab.MaxSafe+1, source, "run", "kid")...), "field ordinal is not a natural number below 2^53"},
 		{"an ordinal beyond 64 bits is refused", raw(1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), "field ordinal is not a natural number below 2^53"},
 		{"an ordinal that is not minimally encoded is refused", raw(concat([]byte{1, 1, 0x87, 0x00}, valid[3:])...), "field ordinal is not minimally encoded"},
 		{"a missing source is truncation", raw(1, 1, 7), "truncated: field source length is missing"},
@@ -330,13 +331,13 @@ func TestAnInvalidCursorEncodesToOneDecodeRefuses(t *testing.T) {
 		{"an unknown kind", with(func(c *cursor.Cursor) { c.Kind = "runs" }), "unknown kind"},
 		{"an empty kind", with(func(c *cursor.Cursor) { c.Kind = "" }), "unknown kind"},
 		{"a negative ordinal", with(func(c *cursor.Cursor) { c.Ordinal = -1 }), "field ordinal is not a natural number below 2^53"},
-		{"an ordinal of 2^53", with(func(c *cursor.Cursor) { c.Ordinal = cursor.MaxOrdinal + 1 }), "field ordinal is not a natural number below 2^53"},
+		{"an ordinal of 2^53", with(func(c *cursor.Cursor) { c.Ordinal = vocab.MaxSafe + 1 }), "field ordinal is not a natural number below 2^53"},
 		{"an anchor that is not UTF-8", with(func(c *cursor.Cursor) { c.Anchor = "\x80" }), "field anchor is not valid UTF-8"},
 		{"an empty source", with(func(c *cursor.Cursor) { c.Source = "" }), "field source is empty"},
 		{"a missing tie-breaker", with(func(c *cursor.Cursor) { c.Last = "" }), "field last is empty"},
 		{"ids too long for a cursor", with(func(c *cursor.Cursor) { c.Last = strings.Repeat("x", 25000) }), "too long"},
-		{"a last id with a NUL", with(func(c *cursor.Cursor) { c.Last = "kid\x00" }), "field last holds a NUL character"},
-		{"an anchor with a NUL", with(func(c *cursor.Cursor) { c.Anchor = "\x00run" }), "field anchor holds a NUL character"},
+		{"a last id with a NUL", with(func(c *cursor.Cursor) { c.Last = "kid\x00" }), "field last must not contain NUL"},
+		{"an anchor with a NUL", with(func(c *cursor.Cursor) { c.Anchor = "\x00run" }), "field anchor must not contain NUL"},
 		{"a last id of 1025 UTF-16 code units", with(func(c *cursor.Cursor) { c.Last = strings.Repeat("\U0001F600", 512) + "x" }), "more than 1024 UTF-16 code units"},
 	} {
 		t.Run(tc.name+" is refused by Validate and by Decode", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // FuzzDecode feeds Decode arbitrary strings, as clients can. Decode must
@@ -15,7 +16,7 @@ import (
 // to itself. The seed corpus is in testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
 	f.Add(cursor.Encode(cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Children, Ordinal: 17, Last: "child-3"}))
-	f.Add(cursor.Encode(cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Events, Ordinal: cursor.MaxOrdinal}))
+	f.Add(cursor.Encode(cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Events, Ordinal: vocab.MaxSafe}))
 	f.Add("")
 	f.Add("AQ")
 	f.Add("AQERA3NyYwNydW4Da2lk==")
@@ -51,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 // FuzzDecode's.
 func FuzzDecodePayload(f *testing.F) {
 	f.Add(payload(1, 17, source, "run-1", "child-3"))
-	f.Add(payload(5, cursor.MaxOrdinal, source, "run-1", ""))
+	f.Add(payload(5, vocab.MaxSafe, source, "run-1", ""))
 	f.Add(payload(2, 300, "s", "ラン", "\U0001F600"))
 	f.Add([]byte{1, 1, 0x80, 0x00})
 	f.Add([]byte{7})
@@ -80,7 +81,7 @@ var fuzzKinds = []cursor.Kind{cursor.Children, cursor.Rounds, cursor.Steps, curs
 func FuzzRoundTrip(f *testing.F) {
 	f.Add(source, "run-1", uint8(0), int64(17), "child-3")
 	f.Add(source, "run-1", uint8(4), int64(0), "")
-	f.Add(source, "ラン", uint8(1), int64(cursor.MaxOrdinal), "\U0001F600")
+	f.Add(source, "ラン", uint8(1), int64(vocab.MaxSafe), "\U0001F600")
 	f.Add("s", "a", uint8(2), int64(-1), "x")
 	f.Add("s", "a\xff", uint8(6), int64(1<<62), "")
 	f.Fuzz(func(t *testing.T, src, anchor string, kind uint8, ordinal int64, last string) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowsnap/flowsnap/cursor"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 func TestACursorWithARevisionIsVersion2AndDecodesToItself(t *testing.T) {
@@ -61,7 +62,7 @@ func TestVersion2EncodingIsStable(t *testing.T) {
 
 func TestValidateRefusesARevisionOutOfRange(t *testing.T) {
 	t.Parallel()
-	for _, rev := range []int64{-1, cursor.MaxOrdinal + 1} {
+	for _, rev := range []int64{-1, vocab.MaxSafe + 1} {
 		c := cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Children, Ordinal: 1, Last: "a", Revision: rev}
 		wantBadCursor(t, c.Validate(), "field revision is not a natural number")
 		_, err := cursor.Decode(cursor.Encode(c))

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // The actions of Writer, each Tx's action of the same name in a transaction
@@ -14,7 +16,7 @@ func (w *Writer) CreateRun(ctx context.Context, r NewRun) error {
 }
 
 // Start is [Tx.Start] in a transaction of its own.
-func (w *Writer) Start(ctx context.Context, runID string, owner Owner) error {
+func (w *Writer) Start(ctx context.Context, runID string, owner vocab.Owner) error {
 	return w.Do(ctx, func(t *Tx) error { return t.Start(ctx, runID, owner) })
 }
 
@@ -24,7 +26,7 @@ func (w *Writer) Heartbeat(ctx context.Context, runID, nonce string) error {
 }
 
 // Claim is [Tx.Claim] in a transaction of its own.
-func (w *Writer) Claim(ctx context.Context, runID string, owner Owner) error {
+func (w *Writer) Claim(ctx context.Context, runID string, owner vocab.Owner) error {
 	return w.Do(ctx, func(t *Tx) error { return t.Claim(ctx, runID, owner) })
 }
 
@@ -34,7 +36,7 @@ func (w *Writer) Wait(ctx context.Context, runID string, waiting Waiting) error 
 }
 
 // Wake is [Tx.Wake] in a transaction of its own.
-func (w *Writer) Wake(ctx context.Context, runID string, owner Owner) error {
+func (w *Writer) Wake(ctx context.Context, runID string, owner vocab.Owner) error {
 	return w.Do(ctx, func(t *Tx) error { return t.Wake(ctx, runID, owner) })
 }
 
@@ -54,7 +56,7 @@ func (w *Writer) RequestCancel(ctx context.Context, runID string) error {
 }
 
 // AcknowledgeCancel is [Tx.AcknowledgeCancel] in a transaction of its own.
-func (w *Writer) AcknowledgeCancel(ctx context.Context, runID string, owner Owner) error {
+func (w *Writer) AcknowledgeCancel(ctx context.Context, runID string, owner vocab.Owner) error {
 	return w.Do(ctx, func(t *Tx) error { return t.AcknowledgeCancel(ctx, runID, owner) })
 }
 
@@ -114,6 +116,6 @@ func (w *Writer) AddInboundEvent(ctx context.Context, e InboundEvent) error {
 }
 
 // AppendRunEvent is [Tx.AppendRunEvent] in a transaction of its own.
-func (w *Writer) AppendRunEvent(ctx context.Context, runID string, typ RunEventType, reason string) error {
+func (w *Writer) AppendRunEvent(ctx context.Context, runID string, typ vocab.RunEventType, reason string) error {
 	return w.Do(ctx, func(t *Tx) error { return t.AppendRunEvent(ctx, runID, typ, reason) })
 }

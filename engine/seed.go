@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // DefaultSeedNow is the "now" of a seed that names none,
@@ -79,7 +80,7 @@ func Seed(ctx context.Context, db *store.DB, opts SeedOptions) (SeedStats, error
 	if opts.Now == 0 {
 		opts.Now = DefaultSeedNow
 	}
-	if opts.Now < 31*24*3600*1000 || opts.Now > maxSafeInt/2 {
+	if opts.Now < 31*24*3600*1000 || opts.Now > vocab.MaxSafe/2 {
 		return SeedStats{}, fault.Errorf(fault.BadUserInput, "the seed's now must be a time in ms after February 1970")
 	}
 	d := db.Dialect()
@@ -200,15 +201,6 @@ func (b *seedBatch) reset() {
 }
 
 // ---- The history ----
-
-const (
-	statusPending   = "pending"
-	statusRunning   = "running"
-	statusSuspended = "suspended"
-	statusCompleted = "completed"
-	statusFailed    = "failed"
-	statusCancelled = "cancelled"
-)
 
 const (
 	second = int64(1000)
@@ -364,13 +356,14 @@ func (g *seeder) family() {
 
 // run is one run of the history, with what its row and journal need.
 type run struct {
-	id, flow, status   string
+	id, flow           string
+	status             vocab.Status
 	spec               flowSpec
 	created, started   int64
 	finished, pausedAt int64
-	owner              Owner
+	owner              vocab.Owner
 	heartbeat          int64
-	claim              Owner
+	claim              vocab.Owner
 	claimedAt          int64
 	parent, execParent string
 	lineage            string
@@ -437,7 +430,7 @@ func (g *seeder) lineage(n int) {
 	var prev, first *run
 	at := start
 	for i := range n {
-		status := statusCompleted
+		status := vocab.StatusCompleted
 		if i == n-1 {
 			status = last
 		}
@@ -465,7 +458,7 @@ func (g *seeder) tree() {
 			return
 		}
 		mid := g.child(pf.child, root, seq)
-		if mid.status == statusPending || mid.started == 0 {
+		if mid.status == vocab.StatusPending || mid.started == 0 {
 			continue
 		}
 		for s2 := range int64(g.r.IntN(4)) {
@@ -521,107 +514,77 @@ func (g *seeder) familyTime(active bool) int64 {
 	return g.now - 6*hour - g.r.Int64N(30*day-6*hour)
 }
 
-func finished(status string) bool {
-	return status == statusCompleted || status == statusFailed || status == statusCancelled
+func finished(status vocab.Status) bool { return status.Finished() }
+
+// statusMix is a distribution of statuses: each status with the bound,
+// out of 100, below which a draw picks it, in rising order, the last 100.
+type statusMix []struct {
+	below  int
+	status vocab.Status
 }
 
-func (g *seeder) pickStatus() string {
-	switch w := g.r.IntN(100); {
-	case w < 66:
-		return statusCompleted
-	case w < 75:
-		return statusFailed
-	case w < 80:
-		return statusCancelled
-	case w < 88:
-		return statusRunning
-	case w < 96:
-		return statusSuspended
-	default:
-		return statusPending
-	}
-}
-
-// pickParentStatus never gives pending: a parent ran to spawn its children.
-func (g *seeder) pickParentStatus() string {
-	switch w := g.r.IntN(100); {
-	case w < 62:
-		return statusCompleted
-	case w < 70:
-		return statusFailed
-	case w < 75:
-		return statusCancelled
-	case w < 85:
-		return statusRunning
-	default:
-		return statusSuspended
-	}
-}
-
-// childStatus follows the parent: a finished parent's children finished.
-func (g *seeder) childStatus(parent string) string {
+// pick draws a status from m.
+func (g *seeder) pick(m statusMix) vocab.Status {
 	w := g.r.IntN(100)
-	switch parent {
-	case statusCompleted:
-		switch {
-		case w < 95:
-			return statusCompleted
-		case w < 98:
-			return statusFailed
+	for _, e := range m {
+		if w < e.below {
+			return e.status
 		}
-		return statusCancelled
-	case statusFailed:
-		switch {
-		case w < 70:
-			return statusCompleted
-		case w < 95:
-			return statusFailed
-		}
-		return statusCancelled
-	case statusCancelled:
-		if w < 50 {
-			return statusCompleted
-		}
-		return statusCancelled
 	}
-	switch {
-	case w < 50:
-		return statusCompleted
-	case w < 65:
-		return statusRunning
-	case w < 80:
-		return statusPending
-	case w < 90:
-		return statusSuspended
-	case w < 97:
-		return statusFailed
+	return m[len(m)-1].status
+}
+
+// The mixes the history is drawn from: a parent never pends (it ran to
+// spawn its children), and a child follows its parent, a finished parent's
+// children having finished.
+var (
+	rootMix = statusMix{{66, vocab.StatusCompleted}, {75, vocab.StatusFailed}, {80, vocab.StatusCancelled},
+		{88, vocab.StatusRunning}, {96, vocab.StatusSuspended}, {100, vocab.StatusPending}}
+	parentMix = statusMix{{62, vocab.StatusCompleted}, {70, vocab.StatusFailed}, {75, vocab.StatusCancelled},
+		{85, vocab.StatusRunning}, {100, vocab.StatusSuspended}}
+	childMix = map[vocab.Status]statusMix{
+		vocab.StatusCompleted: {{95, vocab.StatusCompleted}, {98, vocab.StatusFailed}, {100, vocab.StatusCancelled}},
+		vocab.StatusFailed:    {{70, vocab.StatusCompleted}, {95, vocab.StatusFailed}, {100, vocab.StatusCancelled}},
+		vocab.StatusCancelled: {{50, vocab.StatusCompleted}, {100, vocab.StatusCancelled}},
 	}
-	return statusCancelled
+	// childOfLiveMix is the mix of an unfinished parent's children.
+	childOfLiveMix = statusMix{{50, vocab.StatusCompleted}, {65, vocab.StatusRunning}, {80, vocab.StatusPending},
+		{90, vocab.StatusSuspended}, {97, vocab.StatusFailed}, {100, vocab.StatusCancelled}}
+)
+
+func (g *seeder) pickStatus() vocab.Status       { return g.pick(rootMix) }
+func (g *seeder) pickParentStatus() vocab.Status { return g.pick(parentMix) }
+
+func (g *seeder) childStatus(parent vocab.Status) vocab.Status {
+	if m, ok := childMix[parent]; ok {
+		return g.pick(m)
+	}
+	return g.pick(childOfLiveMix)
 }
 
 // newRun makes the next run, created at created, with status and
 // everything that goes with it: times, owner, claim, waiting, cancellation.
-func (g *seeder) newRun(spec flowSpec, status string, created int64) *run {
+func (g *seeder) newRun(spec flowSpec, status vocab.Status, created int64) *run {
 	return g.newRunSpan(spec, status, created, 10*minute)
 }
 
 // newRunSpan is newRun for a run that finishes within span of its creation.
-func (g *seeder) newRunSpan(spec flowSpec, status string, created, span int64) *run {
+func (g *seeder) newRunSpan(spec flowSpec, status vocab.Status, created, span int64) *run {
 	r := &run{id: g.runID(g.next), flow: spec.name, spec: spec, status: status, created: created}
 	g.next++
 	now := g.now
-	if status != statusPending && !(status == statusCancelled && g.r.IntN(4) == 0) {
+	if status != vocab.StatusPending && !(status == vocab.StatusCancelled && g.r.IntN(4) == 0) {
 		r.started = min(now, created+10+g.r.Int64N(3*second))
 	}
 	switch status {
-	case statusPending:
+	case vocab.StatusPending:
 		if g.r.IntN(100) < 40 {
 			r.claim, r.claimedAt = g.owner(), min(now, created+g.r.Int64N(2*second))
 		}
 		if g.r.IntN(100) < 3 {
 			r.cancelReq = min(now, created+g.r.Int64N(minute))
 		}
-	case statusRunning:
+	case vocab.StatusRunning:
 		r.owner = g.owner()
 		if g.r.IntN(100) < 15 {
 			// A worker that stopped heartbeating: its run looks alive but is not.
@@ -640,7 +603,7 @@ func (g *seeder) newRunSpan(spec flowSpec, status string, created, span int64) *
 			r.cancelReq = r.started + (now-r.started)/2
 			r.ack = g.ackJSON(r.cancelReq+(now-r.cancelReq)/3, r.owner)
 		}
-	case statusSuspended:
+	case vocab.StatusSuspended:
 		r.pausedAt = r.started + (now-r.started)*int64(1+g.r.IntN(9))/10
 		g.waiting(r)
 		if g.r.IntN(100) < 10 {
@@ -654,12 +617,12 @@ func (g *seeder) newRunSpan(spec flowSpec, status string, created, span int64) *
 		r.finished = min(now-1, from+g.duration(span))
 		r.finished = max(r.finished, from)
 		switch {
-		case status == statusCancelled:
+		case status == vocab.StatusCancelled:
 			r.cancelReq = from + (r.finished-from)/2
 			if r.started != 0 && g.r.IntN(4) != 0 {
 				r.ack = g.ackJSON(r.cancelReq+(r.finished-r.cancelReq)/2, g.owner())
 			}
-		case status == statusCompleted && g.r.IntN(100) == 0:
+		case status == vocab.StatusCompleted && g.r.IntN(100) == 0:
 			// The request came too late: the run had already finished its work.
 			r.cancelReq = from + (r.finished-from)*9/10
 			r.ack = g.ackJSON(r.finished, g.owner())
@@ -679,15 +642,15 @@ func (g *seeder) runID(i int) string {
 	return fmt.Sprintf("run-%0*d", g.width, i)
 }
 
-func (g *seeder) owner() Owner {
-	return Owner{
+func (g *seeder) owner() vocab.Owner {
+	return vocab.Owner{
 		HostID: seedHosts[g.r.IntN(len(seedHosts))],
 		PID:    1000 + g.r.Int64N(60000),
 		Nonce:  fmt.Sprintf("%016x", g.r.Uint64()),
 	}
 }
 
-func (g *seeder) ackJSON(at int64, o Owner) string {
+func (g *seeder) ackJSON(at int64, o vocab.Owner) string {
 	return fmt.Sprintf(`{"observedAtMs":%d,"owner":{"hostId":%q,"pid":%d,"nonce":%q}}`, at, o.HostID, o.PID, o.Nonce)
 }
 
@@ -736,7 +699,7 @@ func (g *seeder) waiting(r *run) {
 func (g *seeder) state(r *run) string {
 	s := fmt.Sprintf(`{"flowName":%q,"input":{"tenant":"t-%03d","requestId":"req-%08x"}`, r.flow, g.r.IntN(200), g.r.Uint32())
 	switch r.status {
-	case statusCompleted:
+	case vocab.StatusCompleted:
 		switch g.r.IntN(10) {
 		case 0: // the flow returned nothing
 		case 1:
@@ -744,7 +707,7 @@ func (g *seeder) state(r *run) string {
 		default:
 			s += fmt.Sprintf(`,"output":{"ok":true,"items":%d}`, g.r.IntN(1000))
 		}
-	case statusFailed:
+	case vocab.StatusFailed:
 		f := seedFailures[g.r.IntN(len(seedFailures))]
 		if f.name == "" {
 			s += fmt.Sprintf(`,"error":{"message":%q}`, f.message)
@@ -779,7 +742,7 @@ func (g *seeder) emit(r *run) {
 		nullable(r.waitReason), nullable(r.wakeAt), nullable(r.token), nullable(r.request))
 	b.runs++
 	g.stats.Runs++
-	g.stats.ByStatus[r.status]++
+	g.stats.ByStatus[string(r.status)]++
 	g.journal(r)
 }
 
@@ -792,7 +755,7 @@ func (g *seeder) edge(parent, child string, seq int64) {
 func (g *seeder) gc(r *run) {
 	g.b.deletes = append(g.b.deletes, r.id)
 	g.stats.Deleted++
-	g.stats.ByStatus[r.status]--
+	g.stats.ByStatus[string(r.status)]--
 }
 
 // ---- The journal ----
@@ -816,24 +779,24 @@ const (
 // in flight, a sleep or a wait not over yet. Most runs are short: every row
 // here costs the store a revision, and seeding speed is rows.
 func (g *seeder) journal(r *run) {
-	g.runEvent(r, EventCreated, r.created, "")
+	g.runEvent(r, vocab.EventCreated, r.created, "")
 	if r.started == 0 {
 		if g.r.IntN(10) == 0 {
 			// Delivered before the run ever started: waiting to be claimed.
 			ev := seedEvents[g.r.IntN(len(seedEvents))]
 			g.inbound(r, ev, r.created+1, g.payload(ev), 0)
 		}
-		if r.status == statusCancelled {
-			g.runEvent(r, EventCancelled, r.finished, g.cancelReason())
+		if r.status == vocab.StatusCancelled {
+			g.runEvent(r, vocab.EventCancelled, r.finished, g.cancelReason())
 		}
 		return
 	}
-	g.runEvent(r, EventStarted, r.started, "")
+	g.runEvent(r, vocab.EventStarted, r.started, "")
 	end := g.now
 	switch {
 	case r.finished != 0:
 		end = r.finished
-	case r.status == statusSuspended:
+	case r.status == vocab.StatusSuspended:
 		end = r.pausedAt
 	}
 	var middle int
@@ -854,12 +817,12 @@ func (g *seeder) journal(r *run) {
 	}
 	g.closingStep(r, at, end)
 	switch r.status {
-	case statusCompleted:
-		g.runEvent(r, EventCompleted, r.finished, "")
-	case statusFailed:
-		g.runEvent(r, EventFailed, r.finished, "")
-	case statusCancelled:
-		g.runEvent(r, EventCancelled, r.finished, g.cancelReason())
+	case vocab.StatusCompleted:
+		g.runEvent(r, vocab.EventCompleted, r.finished, "")
+	case vocab.StatusFailed:
+		g.runEvent(r, vocab.EventFailed, r.finished, "")
+	case vocab.StatusCancelled:
+		g.runEvent(r, vocab.EventCancelled, r.finished, g.cancelReason())
 	}
 	if g.r.IntN(20) == 0 {
 		// A duplicate delivery nobody waits for.
@@ -903,22 +866,22 @@ func (g *seeder) middleStep(r *run, kind int, from, to int64) {
 		g.runStep(r, from, to, kind)
 	case kindNested:
 		id := g.stepID(r, "")
-		g.step(r, seedStep{id: id, typ: StepRun, created: from})
+		g.step(r, seedStep{id: id, typ: vocab.StepRun, created: from})
 		att := g.attemptID(r)
 		children := int64(2 + g.r.IntN(2))
 		span := max(0, (to-from)/(children+1))
 		for i := range children {
 			cid := fmt.Sprintf("%s.%d", id, i+1)
 			s := from + span*i
-			g.step(r, seedStep{id: cid, typ: StepRun, created: s, parent: id})
+			g.step(r, seedStep{id: cid, typ: vocab.StepRun, created: s, parent: id})
 			g.attemptOK(r, cid, s, s+span, `{"chunk":`+strconv.FormatInt(i+1, 10)+`}`)
 		}
 		g.attemptRow(r, seedAttempt{id: att, step: id, started: from, state: "succeeded", ended: to, resultType: "json", result: `{"chunks":` + strconv.FormatInt(children, 10) + `}`})
 	case kindSleepElapsed:
 		id := g.stepID(r, "sleep")
-		g.step(r, seedStep{id: id, typ: StepSleep, created: from, state: "elapsed", wake: to, resolved: to})
-		g.runEvent(r, EventPaused, from, "")
-		g.runEvent(r, EventResumed, to, "")
+		g.step(r, seedStep{id: id, typ: vocab.StepSleep, created: from, state: "elapsed", wake: to, resolved: to})
+		g.runEvent(r, vocab.EventPaused, from, "")
+		g.runEvent(r, vocab.EventResumed, to, "")
 	case kindWaitSatisfied:
 		ev := seedEvents[g.r.IntN(len(seedEvents))]
 		id := g.stepID(r, "wait-"+ev)
@@ -926,16 +889,16 @@ func (g *seeder) middleStep(r *run, kind int, from, to int64) {
 		if g.r.IntN(2) == 0 {
 			timeout = to + hour
 		}
-		g.step(r, seedStep{id: id, typ: StepWait, created: from, state: "satisfied", event: ev, timeout: timeout, resolved: to})
+		g.step(r, seedStep{id: id, typ: vocab.StepWait, created: from, state: "satisfied", event: ev, timeout: timeout, resolved: to})
 		g.inbound(r, ev, from+(to-from)/2, g.payload(ev), to)
-		g.runEvent(r, EventPaused, from, "")
-		g.runEvent(r, EventResumed, to, "")
+		g.runEvent(r, vocab.EventPaused, from, "")
+		g.runEvent(r, vocab.EventResumed, to, "")
 	case kindWaitTimedOut:
 		ev := seedEvents[g.r.IntN(len(seedEvents))]
 		id := g.stepID(r, "wait-"+ev)
-		g.step(r, seedStep{id: id, typ: StepWait, created: from, state: "timed_out", event: ev, timeout: to, resolved: to})
-		g.runEvent(r, EventPaused, from, "")
-		g.runEvent(r, EventResumed, to, "")
+		g.step(r, seedStep{id: id, typ: vocab.StepWait, created: from, state: "timed_out", event: ev, timeout: to, resolved: to})
+		g.runEvent(r, vocab.EventPaused, from, "")
+		g.runEvent(r, vocab.EventResumed, to, "")
 	}
 }
 
@@ -947,7 +910,7 @@ func (g *seeder) runStep(r *run, from, to int64, kind int) {
 	if kind == kindRetryThenOK {
 		maxAttempts, fails = 5, 1+g.r.IntN(3)
 	}
-	g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: maxAttempts})
+	g.step(r, seedStep{id: id, typ: vocab.StepRun, created: from, maxAttempts: maxAttempts})
 	span := max(0, (to-from)/int64(fails+1))
 	at := from
 	for range fails {
@@ -968,7 +931,7 @@ func (g *seeder) runStep(r *run, from, to int64, kind int) {
 // closingStep writes the step that shows how the run stands now.
 func (g *seeder) closingStep(r *run, from, to int64) {
 	switch r.status {
-	case statusCompleted:
+	case vocab.StatusCompleted:
 		kind := kindRunJSON
 		switch g.r.IntN(10) {
 		case 0:
@@ -979,12 +942,12 @@ func (g *seeder) closingStep(r *run, from, to int64) {
 			kind = kindRetryThenOK
 		}
 		g.runStep(r, from, to, kind)
-	case statusFailed:
+	case vocab.StatusFailed:
 		id := g.stepID(r, "")
 		f := seedFailures[g.r.IntN(len(seedFailures))]
 		if g.r.IntN(10) < 6 {
 			// Retries exhausted: every allowed attempt failed, no next one.
-			g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: 3})
+			g.step(r, seedStep{id: id, typ: vocab.StepRun, created: from, maxAttempts: 3})
 			span := max(0, (to-from)/3)
 			for i := range int64(3) {
 				next := from + span*(i+1)
@@ -994,16 +957,16 @@ func (g *seeder) closingStep(r *run, from, to int64) {
 				g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: from + span*i, state: "failed", ended: from + span*i + span/2, errMsg: f.message, errName: f.name, next: next})
 			}
 		} else {
-			g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: 1})
+			g.step(r, seedStep{id: id, typ: vocab.StepRun, created: from, maxAttempts: 1})
 			g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: from, state: "failed", ended: to, errMsg: f.message, errName: f.name})
 		}
-	case statusCancelled:
+	case vocab.StatusCancelled:
 		id := g.stepID(r, "")
-		g.step(r, seedStep{id: id, typ: StepRun, created: from})
+		g.step(r, seedStep{id: id, typ: vocab.StepRun, created: from})
 		g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: from, state: "failed", ended: to, errMsg: "run cancelled", errName: "CancelledError"})
-	case statusRunning:
+	case vocab.StatusRunning:
 		id := g.stepID(r, "")
-		g.step(r, seedStep{id: id, typ: StepRun, created: from, maxAttempts: 4})
+		g.step(r, seedStep{id: id, typ: vocab.StepRun, created: from, maxAttempts: 4})
 		at := from
 		if g.r.IntN(4) == 0 {
 			f := seedFailures[g.r.IntN(len(seedFailures))]
@@ -1012,20 +975,20 @@ func (g *seeder) closingStep(r *run, from, to int64) {
 			at = mid
 		}
 		g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: at, state: "started"})
-	case statusSuspended:
-		g.runEvent(r, EventPaused, r.pausedAt, "")
+	case vocab.StatusSuspended:
+		g.runEvent(r, vocab.EventPaused, r.pausedAt, "")
 		switch r.waitReason {
 		case "timer":
-			g.step(r, seedStep{id: g.stepID(r, "sleep"), typ: StepSleep, created: r.pausedAt, state: "waiting", wake: r.wakeAt})
+			g.step(r, seedStep{id: g.stepID(r, "sleep"), typ: vocab.StepSleep, created: r.pausedAt, state: "waiting", wake: r.wakeAt})
 		case "event", "signal", "approval", "human":
 			ev := map[string]string{"signal": "signal.resume", "approval": "approval.decided", "human": "task.completed"}[r.waitReason]
 			if ev == "" {
 				ev = seedEvents[g.r.IntN(len(seedEvents))]
 			}
-			g.step(r, seedStep{id: g.stepID(r, "wait-"+ev), typ: StepWait, created: r.pausedAt, state: "waiting", event: ev, timeout: r.wakeAt})
+			g.step(r, seedStep{id: g.stepID(r, "wait-"+ev), typ: vocab.StepWait, created: r.pausedAt, state: "waiting", event: ev, timeout: r.wakeAt})
 		case "quota":
 			id := g.stepID(r, "")
-			g.step(r, seedStep{id: id, typ: StepRun, created: r.pausedAt, maxAttempts: 10})
+			g.step(r, seedStep{id: id, typ: vocab.StepRun, created: r.pausedAt, maxAttempts: 10})
 			g.attemptRow(r, seedAttempt{id: g.attemptID(r), step: id, started: r.pausedAt, state: "failed", ended: r.pausedAt + 1, errMsg: "rate limit reached", errName: "QuotaExceeded", next: r.wakeAt})
 		default:
 			g.runStep(r, from, to, kindRunVoid)
@@ -1036,7 +999,7 @@ func (g *seeder) closingStep(r *run, from, to int64) {
 // seedStep is one flows_steps row of a seeded run; zero values are NULL.
 type seedStep struct {
 	id          string
-	typ         StepType
+	typ         vocab.StepType
 	created     int64
 	state       string
 	maxAttempts int64
@@ -1110,7 +1073,7 @@ func (g *seeder) inbound(r *run, name string, at int64, payload string, claimedA
 	g.stats.InboundEvents++
 }
 
-func (g *seeder) runEvent(r *run, typ RunEventType, at int64, reason string) {
+func (g *seeder) runEvent(r *run, typ vocab.RunEventType, at int64, reason string) {
 	g.b.runEvents.args = append(g.b.runEvents.args, r.id, r.evSeq, at, string(typ), nullable(reason))
 	r.evSeq++
 	g.stats.RunEvents++

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // SimOptions tune Simulate.
@@ -69,7 +70,7 @@ func simulate(ctx context.Context, db *store.DB, opts SimOptions) (simStats, err
 	}
 	s.w = NewWriter(db, s.clock)
 	for i := range 4 {
-		s.workers = append(s.workers, Owner{
+		s.workers = append(s.workers, vocab.Owner{
 			HostID: fmt.Sprintf("sim-worker-%d", i+1),
 			PID:    int64(os.Getpid() + i),
 			Nonce:  fmt.Sprintf("%016x", s.r.Uint64()^uint64(time.Now().UnixNano())),
@@ -125,8 +126,8 @@ func simulate(ctx context.Context, db *store.DB, opts SimOptions) (simStats, err
 // simRun is what the simulator remembers of a run.
 type simRun struct {
 	id     string
-	status string
-	owner  Owner
+	status vocab.Status
+	owner  vocab.Owner
 	// lineage is round 0's id for a later round; ordinal its round number.
 	lineage string
 	ordinal int64
@@ -186,7 +187,7 @@ func (p *pool) pick(r *rand.Rand) string {
 type sim struct {
 	r                                     *rand.Rand
 	w                                     *Writer
-	workers                               []Owner
+	workers                               []vocab.Owner
 	prefix                                string
 	created                               int
 	offset                                int64
@@ -251,7 +252,7 @@ func (s *sim) load(ctx context.Context, db *store.DB) error {
 			return fault.Wrap(fault.PersistenceFailed, err, "reading unfinished runs")
 		}
 		if host != nil && pid != nil && nonce != nil {
-			r.owner = Owner{HostID: *host, PID: *pid, Nonce: *nonce}
+			r.owner = vocab.Owner{HostID: *host, PID: *pid, Nonce: *nonce}
 		}
 		if lin != nil && ord != nil {
 			r.lineage, r.ordinal = *lin, *ord
@@ -289,7 +290,7 @@ func (s *sim) load(ctx context.Context, db *store.DB) error {
 			return err
 		}
 		if r := s.runs[runID]; r != nil {
-			r.step, r.stepType, r.attempt = stepID, string(StepRun), attemptID
+			r.step, r.stepType, r.attempt = stepID, string(vocab.StepRun), attemptID
 		}
 		return nil
 	})
@@ -326,13 +327,13 @@ func scanAll(ctx context.Context, tx store.Tx, query string, fn func(store.Rows)
 	return rows.Err()
 }
 
-func (s *sim) poolOf(status string) *pool {
+func (s *sim) poolOf(status vocab.Status) *pool {
 	switch status {
-	case statusPending:
+	case vocab.StatusPending:
 		return s.pending
-	case statusRunning:
+	case vocab.StatusRunning:
 		return s.running
-	case statusSuspended:
+	case vocab.StatusSuspended:
 		return s.suspended
 	}
 	return s.finished
@@ -350,7 +351,7 @@ func (s *sim) remember(r *simRun) {
 }
 
 // setStatus moves r to status, in memory; commit or rollback settles it.
-func (s *sim) setStatus(r *simRun, status string) {
+func (s *sim) setStatus(r *simRun, status vocab.Status) {
 	s.remember(r)
 	r.status = status
 }
@@ -433,7 +434,7 @@ func (s *sim) act(ctx context.Context, t *Tx) error {
 // create adds a run: of its own, or the next round of lineage prev.
 func (s *sim) create(ctx context.Context, t *Tx, prev *simRun) error {
 	s.created++
-	r := &simRun{id: fmt.Sprintf("%s%07d", s.prefix, s.created), status: statusPending}
+	r := &simRun{id: fmt.Sprintf("%s%07d", s.prefix, s.created), status: vocab.StatusPending}
 	spec := plainFlows[s.r.IntN(len(plainFlows))]
 	nr := NewRun{ID: r.id, FlowName: spec.name,
 		State: json.RawMessage(fmt.Sprintf(`{"input":{"tenant":"t-%03d"}}`, s.r.IntN(200)))}
@@ -454,7 +455,7 @@ func (s *sim) create(ctx context.Context, t *Tx, prev *simRun) error {
 	s.touched = ensure(s.touched)
 	s.touched[r.id] = &simRun{}
 	s.stats.Created++
-	return t.AppendRunEvent(ctx, r.id, EventCreated, "")
+	return t.AppendRunEvent(ctx, r.id, vocab.EventCreated, "")
 }
 
 func ensure(m map[string]*simRun) map[string]*simRun {
@@ -466,7 +467,7 @@ func ensure(m map[string]*simRun) map[string]*simRun {
 
 func (s *sim) get(id string) *simRun { return s.runs[id] }
 
-func (s *sim) worker() Owner { return s.workers[s.r.IntN(len(s.workers))] }
+func (s *sim) worker() vocab.Owner { return s.workers[s.r.IntN(len(s.workers))] }
 
 func (s *sim) claim(ctx context.Context, t *Tx, id string) error {
 	return t.Claim(ctx, id, s.worker())
@@ -478,9 +479,9 @@ func (s *sim) start(ctx context.Context, t *Tx, id string) error {
 	if err := t.Start(ctx, id, owner); err != nil {
 		return err
 	}
-	s.setStatus(r, statusRunning)
+	s.setStatus(r, vocab.StatusRunning)
 	r.owner = owner
-	if err := t.AppendRunEvent(ctx, id, EventStarted, ""); err != nil {
+	if err := t.AppendRunEvent(ctx, id, vocab.EventStarted, ""); err != nil {
 		return err
 	}
 	return s.openRunStep(ctx, t, r)
@@ -490,8 +491,8 @@ func (s *sim) start(ctx context.Context, t *Tx, id string) error {
 func (s *sim) openRunStep(ctx context.Context, t *Tx, r *simRun) error {
 	s.remember(r)
 	r.steps++
-	r.step, r.stepType = fmt.Sprintf("%03d-work%s", r.steps, r.tag), string(StepRun)
-	if err := t.AddStep(ctx, r.id, Step{ID: r.step, Type: StepRun, MaxAttempts: 3}); err != nil {
+	r.step, r.stepType = fmt.Sprintf("%03d-work%s", r.steps, r.tag), string(vocab.StepRun)
+	if err := t.AddStep(ctx, r.id, Step{ID: r.step, Type: vocab.StepRun, MaxAttempts: 3}); err != nil {
 		return err
 	}
 	return s.startAttempt(ctx, t, r)
@@ -565,7 +566,7 @@ func (s *sim) spawn(ctx context.Context, t *Tx, id string) error {
 	p := s.get(id)
 	s.remember(p)
 	s.created++
-	c := &simRun{id: fmt.Sprintf("%s%07d", s.prefix, s.created), status: statusPending}
+	c := &simRun{id: fmt.Sprintf("%s%07d", s.prefix, s.created), status: vocab.StatusPending}
 	pf := parentFlows[s.r.IntN(len(parentFlows))]
 	if err := t.CreateRun(ctx, NewRun{ID: c.id, FlowName: pf.child.name, Parents: []ParentEdge{{ParentID: id, Seq: p.children}}}); err != nil {
 		return err
@@ -574,7 +575,7 @@ func (s *sim) spawn(ctx context.Context, t *Tx, id string) error {
 	s.runs[c.id] = c
 	s.touched[c.id] = &simRun{}
 	s.stats.Created++
-	return t.AppendRunEvent(ctx, c.id, EventCreated, "")
+	return t.AppendRunEvent(ctx, c.id, vocab.EventCreated, "")
 }
 
 // wait suspends a running run on a timer or an event.
@@ -589,12 +590,12 @@ func (s *sim) wait(ctx context.Context, t *Tx, id string) error {
 	var step Step
 	if s.r.IntN(2) == 0 {
 		w.Reason, w.WakeAt = "timer", now+5000
-		step = Step{ID: fmt.Sprintf("%03d-sleep%s", r.steps, r.tag), Type: StepSleep, WakeAt: w.WakeAt}
+		step = Step{ID: fmt.Sprintf("%03d-sleep%s", r.steps, r.tag), Type: vocab.StepSleep, WakeAt: w.WakeAt}
 	} else {
 		ev := seedEvents[s.r.IntN(len(seedEvents))]
 		w.Reason, w.Token = "event", fmt.Sprintf("wt_%016x%016x", s.r.Uint64(), s.r.Uint64())
 		w.Request = json.RawMessage(fmt.Sprintf(`{"eventName":%q}`, ev))
-		step = Step{ID: fmt.Sprintf("%03d-wait-%s%s", r.steps, ev, r.tag), Type: StepWait, EventName: ev, TimeoutAt: now + 60000}
+		step = Step{ID: fmt.Sprintf("%03d-wait-%s%s", r.steps, ev, r.tag), Type: vocab.StepWait, EventName: ev, TimeoutAt: now + 60000}
 	}
 	if err := t.AddStep(ctx, id, step); err != nil {
 		return err
@@ -602,9 +603,9 @@ func (s *sim) wait(ctx context.Context, t *Tx, id string) error {
 	if err := t.Wait(ctx, id, w); err != nil {
 		return err
 	}
-	s.setStatus(r, statusSuspended)
-	r.owner, r.step, r.stepType, r.eventName, r.timesOut = Owner{}, step.ID, string(step.Type), step.EventName, step.TimeoutAt != 0
-	return t.AppendRunEvent(ctx, id, EventPaused, "")
+	s.setStatus(r, vocab.StatusSuspended)
+	r.owner, r.step, r.stepType, r.eventName, r.timesOut = vocab.Owner{}, step.ID, string(step.Type), step.EventName, step.TimeoutAt != 0
+	return t.AppendRunEvent(ctx, id, vocab.EventPaused, "")
 }
 
 // wake resumes a suspended run, resolving the step it waited in: the sleep
@@ -614,11 +615,11 @@ func (s *sim) wake(ctx context.Context, t *Tx, id string) error {
 	r := s.get(id)
 	s.remember(r)
 	switch r.stepType {
-	case string(StepSleep):
+	case string(vocab.StepSleep):
 		if err := t.ElapseSleep(ctx, id, r.step); err != nil {
 			return err
 		}
-	case string(StepWait):
+	case string(vocab.StepWait):
 		if r.timesOut && s.r.IntN(5) == 0 {
 			if err := t.TimeOutWait(ctx, id, r.step); err != nil {
 				return err
@@ -644,9 +645,9 @@ func (s *sim) wake(ctx context.Context, t *Tx, id string) error {
 	if err := t.Wake(ctx, id, owner); err != nil {
 		return err
 	}
-	s.setStatus(r, statusRunning)
+	s.setStatus(r, vocab.StatusRunning)
 	r.owner, r.step, r.stepType, r.eventName = owner, "", "", ""
-	return t.AppendRunEvent(ctx, id, EventResumed, "")
+	return t.AppendRunEvent(ctx, id, vocab.EventResumed, "")
 }
 
 // complete finishes a running run; a lineage round sometimes continues as
@@ -663,8 +664,8 @@ func (s *sim) complete(ctx context.Context, t *Tx, id string) error {
 	if err := t.Complete(ctx, id, out); err != nil {
 		return err
 	}
-	s.setStatus(r, statusCompleted)
-	if err := t.AppendRunEvent(ctx, id, EventCompleted, ""); err != nil {
+	s.setStatus(r, vocab.StatusCompleted)
+	if err := t.AppendRunEvent(ctx, id, vocab.EventCompleted, ""); err != nil {
 		return err
 	}
 	if (r.lineage != "" && s.r.IntN(5) != 0) || s.r.IntN(4) == 0 {
@@ -685,8 +686,8 @@ func (s *sim) fail(ctx context.Context, t *Tx, id string) error {
 	if err := t.Fail(ctx, id, RunError{Name: "HTTPError", Message: "502 Bad Gateway"}); err != nil {
 		return err
 	}
-	s.setStatus(r, statusFailed)
-	return t.AppendRunEvent(ctx, id, EventFailed, "")
+	s.setStatus(r, vocab.StatusFailed)
+	return t.AppendRunEvent(ctx, id, vocab.EventFailed, "")
 }
 
 // cancel requests the cancellation of an active run, or carries out one
@@ -719,8 +720,8 @@ func (s *sim) cancel(ctx context.Context, t *Tx) error {
 	if err := t.Cancel(ctx, r.id); err != nil {
 		return err
 	}
-	s.setStatus(r, statusCancelled)
-	return t.AppendRunEvent(ctx, r.id, EventCancelled, "requested by operator")
+	s.setStatus(r, vocab.StatusCancelled)
+	return t.AppendRunEvent(ctx, r.id, vocab.EventCancelled, "requested by operator")
 }
 
 // collect garbage-collects one of the oldest finished runs it knows.
@@ -730,7 +731,7 @@ func (s *sim) collect(ctx context.Context, t *Tx) error {
 		return err
 	}
 	s.touched = ensure(s.touched)
-	s.touched[id] = &simRun{status: statusCompleted}
+	s.touched[id] = &simRun{status: vocab.StatusCompleted}
 	delete(s.runs, id)
 	s.stats.Deleted++
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // Writer is the reference engine writer. Each of its action methods is one
@@ -55,22 +56,16 @@ type Tx struct {
 	now func() int64
 }
 
-// Owner is a worker process: the host it runs on, its pid, and a nonce that
-// tells apart two processes that reuse a pid.
-type Owner struct {
-	HostID string
-	PID    int64
-	Nonce  string
-}
-
-func (o Owner) check(what string) error {
-	if err := checkID(what+" host id", o.HostID); err != nil {
+// checkOwner reports whether o is a worker the store admits: ids for its
+// host and nonce, a pid in 1..2^53−1.
+func checkOwner(what string, o vocab.Owner) error {
+	if err := vocab.CheckID(what+" host id", o.HostID); err != nil {
 		return err
 	}
-	if o.PID <= 0 || o.PID > maxSafeInt {
+	if o.PID <= 0 || o.PID > vocab.MaxSafe {
 		return fault.Errorf(fault.BadUserInput, "%s pid must be between 1 and 2^53-1", what)
 	}
-	return checkID(what+" nonce", o.Nonce)
+	return vocab.CheckID(what+" nonce", o.Nonce)
 }
 
 // ParentEdge makes a new run the child of ParentID, at position Seq (≥ 0)
@@ -126,22 +121,12 @@ type RunError struct {
 	Message string `json:"message"`
 }
 
-// StepType is the kind of a journal step.
-type StepType string
-
-// The step types.
-const (
-	StepRun   StepType = "run"
-	StepSleep StepType = "sleep"
-	StepWait  StepType = "wait"
-)
-
 // Step is a journal step to add, in its initial state: a run step has no
 // state of its own (its attempts carry it), a sleep or wait step starts
 // waiting.
 type Step struct {
 	ID   string
-	Type StepType
+	Type vocab.StepType
 	// ParentStepID names the enclosing run step; "" for a top-level step.
 	ParentStepID string
 	// MaxAttempts bounds a run step's attempts; 0 means unbounded.
@@ -175,22 +160,6 @@ type InboundEvent struct {
 	CreatedAt int64
 }
 
-// RunEventType is an entry type of a run's lifecycle log.
-type RunEventType string
-
-// The lifecycle events.
-const (
-	EventCreated   RunEventType = "created"
-	EventStarted   RunEventType = "started"
-	EventPaused    RunEventType = "paused"
-	EventResumed   RunEventType = "resumed"
-	EventCompleted RunEventType = "completed"
-	EventFailed    RunEventType = "failed"
-	EventCancelled RunEventType = "cancelled"
-)
-
-var runEventTypes = []RunEventType{EventCreated, EventStarted, EventPaused, EventResumed, EventCompleted, EventFailed, EventCancelled}
-
 // ---- Runs ----
 
 const sqlRunExists = `SELECT status FROM flows_runs WHERE run_id = $1`
@@ -206,10 +175,10 @@ const sqlInsertEdge = `INSERT INTO flows_run_parents (parent_id, child_id, seq) 
 // It fails when the id is taken by a live run; a deleted id may be reused,
 // and gets a newer revision than its tombstone.
 func (t *Tx) CreateRun(ctx context.Context, r NewRun) error {
-	if err := checkID("run id", r.ID); err != nil {
+	if err := vocab.CheckID("run id", r.ID); err != nil {
 		return err
 	}
-	if err := checkID("flow name", r.FlowName); err != nil {
+	if err := vocab.CheckID("flow name", r.FlowName); err != nil {
 		return err
 	}
 	if r.CreatedAt == 0 {
@@ -227,13 +196,13 @@ func (t *Tx) CreateRun(ctx context.Context, r NewRun) error {
 	case r.Round != nil && len(r.Parents) > 0:
 		return badRun(r.ID, "run %q cannot be both a child and a round of a lineage", r.ID)
 	case r.Round != nil:
-		if err := checkID("lineage id", r.Round.LineageID); err != nil {
+		if err := vocab.CheckID("lineage id", r.Round.LineageID); err != nil {
 			return err
 		}
-		if err := checkID("previous round id", r.Round.Previous); err != nil {
+		if err := vocab.CheckID("previous round id", r.Round.Previous); err != nil {
 			return err
 		}
-		if r.Round.Ordinal < 1 || r.Round.Ordinal > maxSafeInt {
+		if r.Round.Ordinal < 1 || r.Round.Ordinal > vocab.MaxSafe {
 			return badRun(r.ID, "round ordinal of run %q must be between 1 and 2^53-1", r.ID)
 		}
 		if r.Round.LineageID == r.ID || r.Round.Previous == r.ID {
@@ -278,7 +247,7 @@ func (t *Tx) CreateRun(ctx context.Context, r NewRun) error {
 func checkEdges(child string, edges []ParentEdge) error {
 	seen := make(map[string]bool, len(edges))
 	for _, e := range edges {
-		if err := checkID("parent run id", e.ParentID); err != nil {
+		if err := vocab.CheckID("parent run id", e.ParentID); err != nil {
 			return err
 		}
 		if e.ParentID == child {
@@ -302,11 +271,11 @@ SET status = 'running', owner_host_id = $2, owner_pid = $3, owner_nonce = $4,
 WHERE run_id = $1 AND status = 'pending'`
 
 // Start hands a pending run to owner, which runs it from now on.
-func (t *Tx) Start(ctx context.Context, runID string, owner Owner) error {
+func (t *Tx) Start(ctx context.Context, runID string, owner vocab.Owner) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := owner.check("owner"); err != nil {
+	if err := checkOwner("owner", owner); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "start", "a pending run", sqlStart, runID, owner.HostID, owner.PID, owner.Nonce, t.now())
@@ -323,7 +292,7 @@ func (t *Tx) Heartbeat(ctx context.Context, runID, nonce string) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("owner nonce", nonce); err != nil {
+	if err := vocab.CheckID("owner nonce", nonce); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "heartbeat", "a run running under that owner", sqlHeartbeat, runID, nonce, t.now())
@@ -336,11 +305,11 @@ WHERE run_id = $1 AND status IN ('pending', 'running', 'suspended')`
 
 // Claim records that owner claimed an unfinished run (replacing an earlier
 // claim). Finishing the run releases the claim.
-func (t *Tx) Claim(ctx context.Context, runID string, owner Owner) error {
+func (t *Tx) Claim(ctx context.Context, runID string, owner vocab.Owner) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := owner.check("claimant"); err != nil {
+	if err := checkOwner("claimant", owner); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "claim", "an unfinished run", sqlClaim, runID, owner.HostID, owner.PID, owner.Nonce, t.now())
@@ -387,11 +356,11 @@ SET status = 'running', waiting_reason = NULL, waiting_wake_at_ms = NULL,
 WHERE run_id = $1 AND status = 'suspended'`
 
 // Wake resumes a suspended run under owner; its token stops working.
-func (t *Tx) Wake(ctx context.Context, runID string, owner Owner) error {
+func (t *Tx) Wake(ctx context.Context, runID string, owner vocab.Owner) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := owner.check("owner"); err != nil {
+	if err := checkOwner("owner", owner); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "wake", "a suspended run", sqlWake, runID, owner.HostID, owner.PID, owner.Nonce, t.now())
@@ -486,27 +455,21 @@ SELECT 1 FROM flows_runs WHERE run_id = $1 AND cancel_acknowledgement_json IS NO
 
 // cancelAck is the JSON shape of cancel_acknowledgement_json.
 type cancelAck struct {
-	ObservedAtMs int64    `json:"observedAtMs"`
-	Owner        ackOwner `json:"owner"`
-}
-
-type ackOwner struct {
-	HostID string `json:"hostId"`
-	PID    int64  `json:"pid"`
-	Nonce  string `json:"nonce"`
+	ObservedAtMs int64       `json:"observedAtMs"`
+	Owner        vocab.Owner `json:"owner"`
 }
 
 // AcknowledgeCancel records that owner observed the run's cancellation
 // request. Only the first owner to observe it is recorded; a run without a
 // request cannot be acknowledged.
-func (t *Tx) AcknowledgeCancel(ctx context.Context, runID string, owner Owner) error {
+func (t *Tx) AcknowledgeCancel(ctx context.Context, runID string, owner vocab.Owner) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := owner.check("observer"); err != nil {
+	if err := checkOwner("observer", owner); err != nil {
 		return err
 	}
-	raw, err := marshal(cancelAck{ObservedAtMs: t.now(), Owner: ackOwner{owner.HostID, owner.PID, owner.Nonce}})
+	raw, err := marshal(cancelAck{ObservedAtMs: t.now(), Owner: owner})
 	if err != nil {
 		return err
 	}
@@ -583,11 +546,11 @@ func (t *Tx) AddStep(ctx context.Context, runID string, s Step) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("step id", s.ID); err != nil {
+	if err := vocab.CheckID("step id", s.ID); err != nil {
 		return err
 	}
 	if s.ParentStepID != "" {
-		if err := checkID("parent step id", s.ParentStepID); err != nil {
+		if err := vocab.CheckID("parent step id", s.ParentStepID); err != nil {
 			return err
 		}
 		if s.ParentStepID == s.ID {
@@ -596,23 +559,23 @@ func (t *Tx) AddStep(ctx context.Context, runID string, s Step) error {
 	}
 	var state any
 	switch s.Type {
-	case StepRun:
+	case vocab.StepRun:
 		if s.WakeAt != 0 || s.EventName != "" || s.TimeoutAt != 0 {
 			return badRun(runID, "run step %q takes no wake time, event or timeout", s.ID)
 		}
 		if err := checkMs("max attempts", s.MaxAttempts); err != nil {
 			return err
 		}
-	case StepSleep:
+	case vocab.StepSleep:
 		if s.WakeAt == 0 || s.EventName != "" || s.TimeoutAt != 0 || s.MaxAttempts != 0 {
 			return badRun(runID, "sleep step %q takes a wake time and nothing else", s.ID)
 		}
 		state = "waiting"
-	case StepWait:
+	case vocab.StepWait:
 		if s.EventName == "" || s.WakeAt != 0 || s.MaxAttempts != 0 {
 			return badRun(runID, "wait step %q takes an event name, an optional timeout and nothing else", s.ID)
 		}
-		if err := checkID("event name", s.EventName); err != nil {
+		if err := vocab.CheckID("event name", s.EventName); err != nil {
 			return err
 		}
 		state = "waiting"
@@ -643,10 +606,10 @@ func (t *Tx) StartAttempt(ctx context.Context, runID, stepID, attemptID string) 
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("step id", stepID); err != nil {
+	if err := vocab.CheckID("step id", stepID); err != nil {
 		return err
 	}
-	if err := checkID("attempt id", attemptID); err != nil {
+	if err := vocab.CheckID("attempt id", attemptID); err != nil {
 		return err
 	}
 	if _, err := t.tx.Exec(ctx, sqlStartAttempt, attemptID, runID, stepID, t.now()); err != nil {
@@ -667,7 +630,7 @@ func (t *Tx) SucceedAttempt(ctx context.Context, runID, attemptID string, result
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("attempt id", attemptID); err != nil {
+	if err := vocab.CheckID("attempt id", attemptID); err != nil {
 		return err
 	}
 	resultType := "none"
@@ -691,7 +654,7 @@ func (t *Tx) FailAttempt(ctx context.Context, runID, attemptID string, e Attempt
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("attempt id", attemptID); err != nil {
+	if err := vocab.CheckID("attempt id", attemptID); err != nil {
 		return err
 	}
 	if e.Message == "" {
@@ -746,10 +709,10 @@ func (t *Tx) SatisfyWait(ctx context.Context, runID, stepID, eventID string) err
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("step id", stepID); err != nil {
+	if err := vocab.CheckID("step id", stepID); err != nil {
 		return err
 	}
-	if err := checkID("event id", eventID); err != nil {
+	if err := vocab.CheckID("event id", eventID); err != nil {
 		return err
 	}
 	now := t.now()
@@ -777,7 +740,7 @@ func (t *Tx) resolveStep(ctx context.Context, runID, stepID, want, query string)
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if err := checkID("step id", stepID); err != nil {
+	if err := vocab.CheckID("step id", stepID); err != nil {
 		return err
 	}
 	n, err := t.tx.Exec(ctx, query, runID, stepID, t.now())
@@ -799,10 +762,10 @@ func (t *Tx) AddInboundEvent(ctx context.Context, e InboundEvent) error {
 	if err := checkRun(e.RunID); err != nil {
 		return err
 	}
-	if err := checkID("event id", e.ID); err != nil {
+	if err := vocab.CheckID("event id", e.ID); err != nil {
 		return err
 	}
-	if err := checkID("event name", e.Name); err != nil {
+	if err := vocab.CheckID("event name", e.Name); err != nil {
 		return err
 	}
 	if e.Payload != nil {
@@ -830,14 +793,14 @@ VALUES ($1, $2, $3, $4, $5)`
 
 // AppendRunEvent appends an entry to the run's lifecycle log. reason is the
 // cancellation reason, only for EventCancelled ("" for none).
-func (t *Tx) AppendRunEvent(ctx context.Context, runID string, typ RunEventType, reason string) error {
+func (t *Tx) AppendRunEvent(ctx context.Context, runID string, typ vocab.RunEventType, reason string) error {
 	if err := checkRun(runID); err != nil {
 		return err
 	}
-	if !slices.Contains(runEventTypes, typ) {
+	if !slices.Contains(vocab.RunEventTypes, typ) {
 		return badRun(runID, "unknown run event type %q", typ)
 	}
-	if reason != "" && typ != EventCancelled {
+	if reason != "" && typ != vocab.EventCancelled {
 		return badRun(runID, "only a cancelled event has a cancellation reason")
 	}
 	if err := checkText("cancellation reason", reason); err != nil {
@@ -971,7 +934,7 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-func checkRun(runID string) error { return checkID("run id", runID) }
+func checkRun(runID string) error { return vocab.CheckID("run id", runID) }
 
 func badRun(runID, format string, args ...any) error {
 	return &fault.Error{Code: fault.BadUserInput, Message: fmt.Sprintf(format, args...), RunID: runID}

@@ -9,11 +9,12 @@ import (
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 var (
-	ownerA = Owner{HostID: "host-a", PID: 101, Nonce: "nonce-a"}
-	ownerB = Owner{HostID: "host-b", PID: 202, Nonce: "nonce-b"}
+	ownerA = vocab.Owner{HostID: "host-a", PID: 101, Nonce: "nonce-a"}
+	ownerB = vocab.Owner{HostID: "host-b", PID: 202, Nonce: "nonce-b"}
 )
 
 // TestEveryActionAdvancesTheRevisionOfItsRun walks runs through every
@@ -83,7 +84,7 @@ func TestEveryActionAdvancesTheRevisionOfItsRun(t *testing.T) {
 			}},
 			{"heartbeating", 1, "r1", func() error { return w.Heartbeat(ctx, "r1", "nonce-a") }, nil},
 			{"adding a run step", 1, "r1", func() error {
-				return w.AddStep(ctx, "r1", Step{ID: "s1", Type: StepRun, MaxAttempts: 3})
+				return w.AddStep(ctx, "r1", Step{ID: "s1", Type: vocab.StepRun, MaxAttempts: 3})
 			}, nil},
 			{"starting an attempt", 1, "r1", func() error { return w.StartAttempt(ctx, "r1", "s1", "a1") }, nil},
 			{"failing the attempt", 1, "r1", func() error {
@@ -102,7 +103,7 @@ func TestEveryActionAdvancesTheRevisionOfItsRun(t *testing.T) {
 				}
 			}},
 			{"adding a nested step", 1, "r1", func() error {
-				return w.AddStep(ctx, "r1", Step{ID: "s1.1", Type: StepRun, ParentStepID: "s1"})
+				return w.AddStep(ctx, "r1", Step{ID: "s1.1", Type: vocab.StepRun, ParentStepID: "s1"})
 			}, nil},
 			{"starting its attempt", 1, "r1", func() error { return w.StartAttempt(ctx, "r1", "s1.1", "a3") }, nil},
 			{"succeeding with nothing", 1, "r1", func() error { return w.SucceedAttempt(ctx, "r1", "a3", nil) }, func() {
@@ -111,7 +112,7 @@ func TestEveryActionAdvancesTheRevisionOfItsRun(t *testing.T) {
 				}
 			}},
 			{"adding a sleep", 1, "r1", func() error {
-				return w.AddStep(ctx, "r1", Step{ID: "s2", Type: StepSleep, WakeAt: 1_790_000_000_000})
+				return w.AddStep(ctx, "r1", Step{ID: "s2", Type: vocab.StepSleep, WakeAt: 1_790_000_000_000})
 			}, nil},
 			{"suspending on a timer", 1, "r1", func() error {
 				return w.Wait(ctx, "r1", Waiting{Reason: "timer", WakeAt: 1_790_000_000_000})
@@ -134,7 +135,7 @@ func TestEveryActionAdvancesTheRevisionOfItsRun(t *testing.T) {
 				}
 			}},
 			{"adding a wait", 1, "r1", func() error {
-				return w.AddStep(ctx, "r1", Step{ID: "s3", Type: StepWait, EventName: "paid", TimeoutAt: 1_790_000_000_000})
+				return w.AddStep(ctx, "r1", Step{ID: "s3", Type: vocab.StepWait, EventName: "paid", TimeoutAt: 1_790_000_000_000})
 			}, nil},
 			{"delivering an event without payload", 1, "r1", func() error {
 				return w.AddInboundEvent(ctx, InboundEvent{ID: "e1", RunID: "r1", Name: "paid"})
@@ -156,15 +157,15 @@ func TestEveryActionAdvancesTheRevisionOfItsRun(t *testing.T) {
 				}
 			}},
 			{"adding another wait", 1, "r1", func() error {
-				return w.AddStep(ctx, "r1", Step{ID: "s4", Type: StepWait, EventName: "signed", TimeoutAt: 1_790_000_000_000})
+				return w.AddStep(ctx, "r1", Step{ID: "s4", Type: vocab.StepWait, EventName: "signed", TimeoutAt: 1_790_000_000_000})
 			}, nil},
 			{"timing the wait out", 1, "r1", func() error { return w.TimeOutWait(ctx, "r1", "s4") }, func() {
 				if got := str(`SELECT state FROM flows_steps WHERE run_id = 'r1' AND step_id = 's4'`); got != "timed_out" {
 					t.Errorf("got %s", got)
 				}
 			}},
-			{"logging a lifecycle event", 1, "r1", func() error { return w.AppendRunEvent(ctx, "r1", EventStarted, "") }, nil},
-			{"logging another", 1, "r1", func() error { return w.AppendRunEvent(ctx, "r1", EventResumed, "") }, func() {
+			{"logging a lifecycle event", 1, "r1", func() error { return w.AppendRunEvent(ctx, "r1", vocab.EventStarted, "") }, nil},
+			{"logging another", 1, "r1", func() error { return w.AppendRunEvent(ctx, "r1", vocab.EventResumed, "") }, func() {
 				if got := column(t, db, `SELECT type FROM flows_run_events WHERE run_id = 'r1' ORDER BY seq`); strings.Join(got, ",") != "started,resumed" {
 					t.Errorf("got %v", got)
 				}
@@ -243,7 +244,7 @@ func TestEveryActionAdvancesTheRevisionOfItsRun(t *testing.T) {
 					t.Errorf("got %s", got)
 				}
 			}},
-			{"logging the cancellation", 1, "x1", func() error { return w.AppendRunEvent(ctx, "x1", EventCancelled, "operator") }, func() {
+			{"logging the cancellation", 1, "x1", func() error { return w.AppendRunEvent(ctx, "x1", vocab.EventCancelled, "operator") }, func() {
 				if got := str(`SELECT cancellation_reason FROM flows_run_events WHERE run_id = 'x1'`); got != "operator" {
 					t.Errorf("got %s", got)
 				}
@@ -369,7 +370,7 @@ func TestAFailedActionLeavesNoTrace(t *testing.T) {
 		if err := w.Start(ctx, "live", ownerA); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.AddStep(ctx, "live", Step{ID: "sleep", Type: StepSleep, WakeAt: 5}); err != nil {
+		if err := w.AddStep(ctx, "live", Step{ID: "sleep", Type: vocab.StepSleep, WakeAt: 5}); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct {
@@ -390,7 +391,7 @@ func TestAFailedActionLeavesNoTrace(t *testing.T) {
 				return tx.Complete(ctx, "ghost", nil)
 			}},
 			{"a step then two started attempts of it", fault.PersistenceFailed, func(tx *Tx) error {
-				if err := tx.AddStep(ctx, "live", Step{ID: "twice", Type: StepRun}); err != nil {
+				if err := tx.AddStep(ctx, "live", Step{ID: "twice", Type: vocab.StepRun}); err != nil {
 					return err
 				}
 				if err := tx.StartAttempt(ctx, "live", "twice", "t1"); err != nil {
@@ -405,7 +406,7 @@ func TestAFailedActionLeavesNoTrace(t *testing.T) {
 				return tx.StartAttempt(ctx, "live", "sleep", "s1")
 			}},
 			{"a step nested in a sleep step", fault.PersistenceFailed, func(tx *Tx) error {
-				return tx.AddStep(ctx, "live", Step{ID: "inner", Type: StepRun, ParentStepID: "sleep"})
+				return tx.AddStep(ctx, "live", Step{ID: "inner", Type: vocab.StepRun, ParentStepID: "sleep"})
 			}},
 			{"a heartbeat from another owner", fault.BadUserInput, func(tx *Tx) error {
 				if err := tx.Heartbeat(ctx, "live", ownerA.Nonce); err != nil {
@@ -467,16 +468,16 @@ func TestBadInputIsRefusedBeforeTheStore(t *testing.T) {
 		"round zero": func() error {
 			return w.CreateRun(ctx, NewRun{ID: "y", FlowName: "f", Round: &Round{LineageID: "l", Ordinal: 0, Previous: "l"}})
 		},
-		"an owner without nonce":  func() error { return w.Start(ctx, "x", Owner{HostID: "h", PID: 1}) },
-		"an owner with pid 0":     func() error { return w.Start(ctx, "x", Owner{HostID: "h", Nonce: "n"}) },
+		"an owner without nonce":  func() error { return w.Start(ctx, "x", vocab.Owner{HostID: "h", PID: 1}) },
+		"an owner with pid 0":     func() error { return w.Start(ctx, "x", vocab.Owner{HostID: "h", Nonce: "n"}) },
 		"a wait without reason":   func() error { return w.Wait(ctx, "x", Waiting{}) },
 		"a request of bad JSON":   func() error { return w.Wait(ctx, "x", Waiting{Reason: "human", Request: json.RawMessage(`{x}`)}) },
-		"a sleep without wake":    func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: StepSleep}) },
-		"a wait without event":    func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: StepWait}) },
+		"a sleep without wake":    func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: vocab.StepSleep}) },
+		"a wait without event":    func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: vocab.StepWait}) },
 		"a step of unknown type":  func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: "loop"}) },
-		"a step enclosing itself": func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: StepRun, ParentStepID: "s"}) },
+		"a step enclosing itself": func() error { return w.AddStep(ctx, "x", Step{ID: "s", Type: vocab.StepRun, ParentStepID: "s"}) },
 		"an unknown run event":    func() error { return w.AppendRunEvent(ctx, "x", "exploded", "") },
-		"a reason on completion":  func() error { return w.AppendRunEvent(ctx, "x", EventCompleted, "why") },
+		"a reason on completion":  func() error { return w.AppendRunEvent(ctx, "x", vocab.EventCompleted, "why") },
 		"a failure with no text":  func() error { return w.Fail(ctx, "x", RunError{}) },
 		"a payload of bad JSON": func() error {
 			return w.AddInboundEvent(ctx, InboundEvent{ID: "e", RunID: "x", Name: "n", Payload: json.RawMessage(`nul`)})

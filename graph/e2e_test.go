@@ -22,6 +22,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot/snapshottest"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // secretToken is the waiting token of the fixture's waiting run. No response
@@ -55,7 +56,7 @@ func fixture(t *testing.T, d store.Dialect, opts graph.Options) *env {
 	db := storetest.OpenDSN(t, dsn, true)
 	ctx := context.Background()
 	w := engine.NewWriter(db, func() int64 { return createdAt })
-	owner := engine.Owner{HostID: "host-a", PID: 4242, Nonce: "nonce-a"}
+	owner := vocab.Owner{HostID: "host-a", PID: 4242, Nonce: "nonce-a"}
 	must(t, w.Do(ctx, func(tx *engine.Tx) error {
 		if err := tx.CreateRun(ctx, engine.NewRun{ID: "parent", FlowName: "fanout"}); err != nil {
 			return err

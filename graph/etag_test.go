@@ -12,6 +12,7 @@ import (
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 func TestGETAnswersCarryAnETagAndNotModifiedCostsOneStatement(t *testing.T) {
@@ -71,7 +72,7 @@ func TestGETAnswersCarryAnETagAndNotModifiedCostsOneStatement(t *testing.T) {
 		}
 
 		w := engine.NewWriter(e.db, func() int64 { return createdAt + 1 })
-		must(t, w.Start(context.Background(), "fan-000", engine.Owner{HostID: "host-a", PID: 4242, Nonce: "nonce-a"}))
+		must(t, w.Start(context.Background(), "fan-000", vocab.Owner{HostID: "host-a", PID: 4242, Nonce: "nonce-a"}))
 		moved, body := get(tag)
 		if moved.StatusCode != 200 || !strings.Contains(body, "RUNNING") {
 			t.Fatalf("after a write: %d %s", moved.StatusCode, body)

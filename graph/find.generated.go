@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/flowsnap/flowsnap/graph/scalar"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -290,7 +291,7 @@ func (ec *executionContext) unmarshalInputRunFilter(ctx context.Context, obj any
 		switch k {
 		case "status":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
-			data, err := ec.unmarshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatusᚄ(ctx, v)
+			data, err := ec.unmarshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatusᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -332,7 +333,7 @@ func (ec *executionContext) unmarshalInputRunFilter(ctx context.Context, obj any
 			it.WaitingReason = data
 		case "waitingKind":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("waitingKind"))
-			data, err := ec.unmarshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKindᚄ(ctx, v)
+			data, err := ec.unmarshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKindᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -587,16 +588,18 @@ func (ec *executionContext) unmarshalORunOrder2ᚖgithubᚗcomᚋflowsnapᚋflow
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(snapshot.RunOrder)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	res, err := scalar.UnmarshalRunOrder(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalORunOrder2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunOrder(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunOrder) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalRunOrder(*v)
+	return res
 }
 
 // endregion ***************************** type.gotpl *****************************

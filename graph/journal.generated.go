@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/flowsnap/flowsnap/graph/scalar"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -128,8 +130,8 @@ func (ec *executionContext) _Attempt_state(ctx context.Context, field graphql.Co
 			return obj.State, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.AttemptState) graphql.Marshaler {
-			return ec.marshalNAttemptState2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttemptState(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.AttemptState) graphql.Marshaler {
+			return ec.marshalNAttemptState2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐAttemptState(ctx, selections, v)
 		},
 		true,
 		true,
@@ -197,8 +199,8 @@ func (ec *executionContext) _Attempt_resultType(ctx context.Context, field graph
 			return obj.ResultType, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.ResultType) graphql.Marshaler {
-			return ec.marshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐResultType(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *vocab.ResultType) graphql.Marshaler {
+			return ec.marshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐResultType(ctx, selections, v)
 		},
 		true,
 		false,
@@ -647,8 +649,8 @@ func (ec *executionContext) _RunEvent_type(ctx context.Context, field graphql.Co
 			return obj.Type, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.RunEventType) graphql.Marshaler {
-			return ec.marshalNRunEventType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventType(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.RunEventType) graphql.Marshaler {
+			return ec.marshalNRunEventType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐRunEventType(ctx, selections, v)
 		},
 		true,
 		true,
@@ -890,8 +892,8 @@ func (ec *executionContext) _RunStep_type(ctx context.Context, field graphql.Col
 			return obj.Type, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.StepType) graphql.Marshaler {
-			return ec.marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepType(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.StepType) graphql.Marshaler {
+			return ec.marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStepType(ctx, selections, v)
 		},
 		true,
 		true,
@@ -1196,8 +1198,8 @@ func (ec *executionContext) _SleepStep_type(ctx context.Context, field graphql.C
 			return obj.Type, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.StepType) graphql.Marshaler {
-			return ec.marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepType(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.StepType) graphql.Marshaler {
+			return ec.marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStepType(ctx, selections, v)
 		},
 		true,
 		true,
@@ -1563,8 +1565,8 @@ func (ec *executionContext) _WaitStep_type(ctx context.Context, field graphql.Co
 			return obj.Type, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.StepType) graphql.Marshaler {
-			return ec.marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepType(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.StepType) graphql.Marshaler {
+			return ec.marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStepType(ctx, selections, v)
 		},
 		true,
 		true,
@@ -2524,14 +2526,18 @@ func (ec *executionContext) marshalNAttempt2ᚕᚖgithubᚗcomᚋflowsnapᚋflow
 	return ret
 }
 
-func (ec *executionContext) unmarshalNAttemptState2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttemptState(ctx context.Context, v any) (snapshot.AttemptState, error) {
-	var res snapshot.AttemptState
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNAttemptState2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐAttemptState(ctx context.Context, v any) (vocab.AttemptState, error) {
+	res, err := scalar.UnmarshalAttemptState(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNAttemptState2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttemptState(ctx context.Context, sel ast.SelectionSet, v snapshot.AttemptState) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNAttemptState2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐAttemptState(ctx context.Context, sel ast.SelectionSet, v vocab.AttemptState) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalAttemptState(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "AttemptState!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNInboundEvent2ᚕᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐInboundEvent(ctx context.Context, sel ast.SelectionSet, v []*snapshot.InboundEvent) graphql.Marshaler {
@@ -2594,14 +2600,18 @@ func (ec *executionContext) marshalNRunEventEdge2ᚕgithubᚗcomᚋflowsnapᚋfl
 	return ret
 }
 
-func (ec *executionContext) unmarshalNRunEventType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventType(ctx context.Context, v any) (snapshot.RunEventType, error) {
-	var res snapshot.RunEventType
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNRunEventType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐRunEventType(ctx context.Context, v any) (vocab.RunEventType, error) {
+	res, err := scalar.UnmarshalRunEventType(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNRunEventType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEventType(ctx context.Context, sel ast.SelectionSet, v snapshot.RunEventType) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNRunEventType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐRunEventType(ctx context.Context, sel ast.SelectionSet, v vocab.RunEventType) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalRunEventType(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "RunEventType!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNStep2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStep(ctx context.Context, sel ast.SelectionSet, v []snapshot.Step) graphql.Marshaler {
@@ -2665,23 +2675,31 @@ func (ec *executionContext) marshalNStepEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsn
 }
 
 func (ec *executionContext) unmarshalNStepState2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepState(ctx context.Context, v any) (snapshot.StepState, error) {
-	var res snapshot.StepState
-	err := res.UnmarshalGQL(v)
+	res, err := scalar.UnmarshalStepState(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNStepState2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepState(ctx context.Context, sel ast.SelectionSet, v snapshot.StepState) graphql.Marshaler {
-	return v
+	_ = sel
+	res := scalar.MarshalStepState(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "StepState!")
+	}
+	return res
 }
 
-func (ec *executionContext) unmarshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepType(ctx context.Context, v any) (snapshot.StepType, error) {
-	var res snapshot.StepType
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStepType(ctx context.Context, v any) (vocab.StepType, error) {
+	res, err := scalar.UnmarshalStepType(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStepType(ctx context.Context, sel ast.SelectionSet, v snapshot.StepType) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNStepType2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStepType(ctx context.Context, sel ast.SelectionSet, v vocab.StepType) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalStepType(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "StepType!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalOAttempt2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐAttempt(ctx context.Context, sel ast.SelectionSet, v *snapshot.Attempt) graphql.Marshaler {
@@ -2705,20 +2723,22 @@ func (ec *executionContext) marshalOInboundEventConnection2ᚖgithubᚗcomᚋflo
 	return ec._InboundEventConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐResultType(ctx context.Context, v any) (*snapshot.ResultType, error) {
+func (ec *executionContext) unmarshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐResultType(ctx context.Context, v any) (*vocab.ResultType, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(snapshot.ResultType)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	res, err := scalar.UnmarshalResultType(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐResultType(ctx context.Context, sel ast.SelectionSet, v *snapshot.ResultType) graphql.Marshaler {
+func (ec *executionContext) marshalOResultType2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐResultType(ctx context.Context, sel ast.SelectionSet, v *vocab.ResultType) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalResultType(*v)
+	return res
 }
 
 func (ec *executionContext) marshalORunEvent2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐRunEvent(ctx context.Context, sel ast.SelectionSet, v *snapshot.RunEvent) graphql.Marshaler {

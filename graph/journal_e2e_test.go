@@ -14,6 +14,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot/snapshottest"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // t0 is the journal fixture's epoch, 2026-01-01T00:00:00.000Z; at(ms) is
@@ -54,7 +55,7 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 	now := t0
 	w := engine.NewWriter(db, func() int64 { return now })
 	set := func(ms int64) { now = t0 + ms }
-	owner := engine.Owner{HostID: "host-j", PID: 77, Nonce: "nonce-j"}
+	owner := vocab.Owner{HostID: "host-j", PID: 77, Nonce: "nonce-j"}
 	must(t, w.Do(ctx, func(tx *engine.Tx) error {
 		ids := []string{"retry-ok", "exhausted", "retrying", "sleeper", "waiter", "nested", "stopped"}
 		for i := range journalRuns {
@@ -64,13 +65,13 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 			if err := tx.CreateRun(ctx, engine.NewRun{ID: id, FlowName: "journal"}); err != nil {
 				return err
 			}
-			if err := tx.AppendRunEvent(ctx, id, engine.EventCreated, ""); err != nil {
+			if err := tx.AppendRunEvent(ctx, id, vocab.EventCreated, ""); err != nil {
 				return err
 			}
 			if err := tx.Start(ctx, id, owner); err != nil {
 				return err
 			}
-			if err := tx.AppendRunEvent(ctx, id, engine.EventStarted, ""); err != nil {
+			if err := tx.AppendRunEvent(ctx, id, vocab.EventStarted, ""); err != nil {
 				return err
 			}
 		}
@@ -92,7 +93,7 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 
 	// retry-ok: retries, then success.
 	set(1000)
-	do(step("retry-ok", engine.Step{ID: "fetch", Type: engine.StepRun, MaxAttempts: 5}))
+	do(step("retry-ok", engine.Step{ID: "fetch", Type: vocab.StepRun, MaxAttempts: 5}))
 	set(1100)
 	do(start("retry-ok", "fetch", "a1"))
 	set(1200)
@@ -106,20 +107,20 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 	set(4100)
 	do(succeed("retry-ok", "a3", json.RawMessage(`{"ok":true}`)))
 	set(5000)
-	do(step("retry-ok", engine.Step{ID: "nil", Type: engine.StepRun}))
+	do(step("retry-ok", engine.Step{ID: "nil", Type: vocab.StepRun}))
 	do(start("retry-ok", "nil", "a4"))
 	do(succeed("retry-ok", "a4", json.RawMessage(`null`)))
 	set(5001)
-	do(step("retry-ok", engine.Step{ID: "void", Type: engine.StepRun}))
+	do(step("retry-ok", engine.Step{ID: "void", Type: vocab.StepRun}))
 	do(start("retry-ok", "void", "a5"))
 	do(succeed("retry-ok", "a5", nil))
 	set(6000)
 	must(t, w.Complete(ctx, "retry-ok", nil))
-	must(t, w.AppendRunEvent(ctx, "retry-ok", engine.EventCompleted, ""))
+	must(t, w.AppendRunEvent(ctx, "retry-ok", vocab.EventCompleted, ""))
 
 	// exhausted: retries exhausted.
 	set(1000)
-	do(step("exhausted", engine.Step{ID: "charge", Type: engine.StepRun, MaxAttempts: 3}))
+	do(step("exhausted", engine.Step{ID: "charge", Type: vocab.StepRun, MaxAttempts: 3}))
 	for i, next := range []int64{2000, 3000, 0} {
 		id := fmt.Sprintf("a%d", i+1)
 		set(1000 * int64(i+1))
@@ -131,56 +132,56 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 		do(fail("exhausted", id, engine.AttemptError{Message: "card declined", Name: "PaymentError", NextAttemptAt: next}))
 	}
 	must(t, w.Fail(ctx, "exhausted", engine.RunError{Name: "PaymentError", Message: "card declined"}))
-	must(t, w.AppendRunEvent(ctx, "exhausted", engine.EventFailed, ""))
+	must(t, w.AppendRunEvent(ctx, "exhausted", vocab.EventFailed, ""))
 
 	// retrying: a retry scheduled.
 	set(1000)
-	do(step("retrying", engine.Step{ID: "call", Type: engine.StepRun, MaxAttempts: 4}))
+	do(step("retrying", engine.Step{ID: "call", Type: vocab.StepRun, MaxAttempts: 4}))
 	do(start("retrying", "call", "a1"))
 	set(1500)
 	do(fail("retrying", "a1", engine.AttemptError{Message: "rate limited", Name: "QuotaExceeded", NextAttemptAt: t0 + 9000}))
 
 	// sleeper: one sleep elapsed, one sleeping.
 	set(1000)
-	do(step("sleeper", engine.Step{ID: "nap-1", Type: engine.StepSleep, WakeAt: t0 + 2000}))
+	do(step("sleeper", engine.Step{ID: "nap-1", Type: vocab.StepSleep, WakeAt: t0 + 2000}))
 	set(2000)
 	must(t, w.ElapseSleep(ctx, "sleeper", "nap-1"))
 	set(3000)
-	do(step("sleeper", engine.Step{ID: "nap-2", Type: engine.StepSleep, WakeAt: t0 + 99000}))
+	do(step("sleeper", engine.Step{ID: "nap-2", Type: vocab.StepSleep, WakeAt: t0 + 99000}))
 	must(t, w.Wait(ctx, "sleeper", engine.Waiting{Reason: "timer", WakeAt: t0 + 99000}))
 
 	// waiter: a wait satisfied, one timed out, one waiting.
 	set(1000)
-	do(step("waiter", engine.Step{ID: "approve", Type: engine.StepWait, EventName: "approval.decided"}))
+	do(step("waiter", engine.Step{ID: "approve", Type: vocab.StepWait, EventName: "approval.decided"}))
 	set(1500)
 	must(t, w.AddInboundEvent(ctx, engine.InboundEvent{ID: "e1", RunID: "waiter", Name: "approval.decided", Payload: json.RawMessage(`null`)}))
 	set(1600)
 	must(t, w.SatisfyWait(ctx, "waiter", "approve", "e1"))
 	set(2000)
-	do(step("waiter", engine.Step{ID: "confirm", Type: engine.StepWait, EventName: "confirm", TimeoutAt: t0 + 3000}))
+	do(step("waiter", engine.Step{ID: "confirm", Type: vocab.StepWait, EventName: "confirm", TimeoutAt: t0 + 3000}))
 	set(3000)
 	must(t, w.TimeOutWait(ctx, "waiter", "confirm"))
 	set(4000)
-	do(step("waiter", engine.Step{ID: "pay", Type: engine.StepWait, EventName: "order.paid", TimeoutAt: t0 + 50000}))
+	do(step("waiter", engine.Step{ID: "pay", Type: vocab.StepWait, EventName: "order.paid", TimeoutAt: t0 + 50000}))
 	must(t, w.AddInboundEvent(ctx, engine.InboundEvent{ID: "e2", RunID: "waiter", Name: "order.shipped"}))
 	must(t, w.Wait(ctx, "waiter", engine.Waiting{Reason: "event", WakeAt: t0 + 50000}))
 
 	// nested: steps inside a run step.
 	set(1000)
-	do(step("nested", engine.Step{ID: "outer", Type: engine.StepRun}))
+	do(step("nested", engine.Step{ID: "outer", Type: vocab.StepRun}))
 	do(start("nested", "outer", "a1"))
 	set(1100)
-	do(step("nested", engine.Step{ID: "outer.1", Type: engine.StepRun, ParentStepID: "outer"}))
+	do(step("nested", engine.Step{ID: "outer.1", Type: vocab.StepRun, ParentStepID: "outer"}))
 	do(start("nested", "outer.1", "a2"))
 	set(1200)
 	do(succeed("nested", "a2", json.RawMessage(`[1,2]`)))
-	do(step("nested", engine.Step{ID: "outer.2", Type: engine.StepRun, ParentStepID: "outer"}))
+	do(step("nested", engine.Step{ID: "outer.2", Type: vocab.StepRun, ParentStepID: "outer"}))
 	do(start("nested", "outer.2", "a3"))
 
 	// stopped: cancelled with a reason.
 	set(1000)
 	must(t, w.Cancel(ctx, "stopped"))
-	must(t, w.AppendRunEvent(ctx, "stopped", engine.EventCancelled, "operator asked"))
+	must(t, w.AppendRunEvent(ctx, "stopped", vocab.EventCancelled, "operator asked"))
 
 	// jfan-NNN.
 	set(1000)
@@ -188,7 +189,7 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 		for i := range journalRuns {
 			run := fmt.Sprintf("jfan-%03d", i)
 			for k, s := range []string{"load", "save"} {
-				if err := tx.AddStep(ctx, run, engine.Step{ID: s, Type: engine.StepRun, MaxAttempts: 3}); err != nil {
+				if err := tx.AddStep(ctx, run, engine.Step{ID: s, Type: vocab.StepRun, MaxAttempts: 3}); err != nil {
 					return err
 				}
 				first, second := fmt.Sprintf("a%d", 2*k+1), fmt.Sprintf("a%d", 2*k+2)
@@ -202,7 +203,7 @@ func journalEnv(t *testing.T, d store.Dialect, broken bool) *env {
 					return err
 				}
 			}
-			if err := tx.AddStep(ctx, run, engine.Step{ID: "hear", Type: engine.StepWait, EventName: "ping"}); err != nil {
+			if err := tx.AddStep(ctx, run, engine.Step{ID: "hear", Type: vocab.StepWait, EventName: "ping"}); err != nil {
 				return err
 			}
 			if err := tx.AddInboundEvent(ctx, engine.InboundEvent{ID: "ping-1", RunID: run, Name: "ping", Payload: json.RawMessage(`{"n":1}`)}); err != nil {
@@ -242,25 +243,25 @@ func writeBrokenJournal(t *testing.T, db *store.DB, w *engine.Writer, set func(i
 	l.LoosenJournal(t)
 	set(10_000)
 	must(t, w.CreateRun(ctx, engine.NewRun{ID: "broken", FlowName: "journal"}))
-	must(t, w.AppendRunEvent(ctx, "broken", engine.EventCreated, ""))
-	must(t, w.AddStep(ctx, "broken", engine.Step{ID: "work", Type: engine.StepRun}))
+	must(t, w.AppendRunEvent(ctx, "broken", vocab.EventCreated, ""))
+	must(t, w.AddStep(ctx, "broken", engine.Step{ID: "work", Type: vocab.StepRun}))
 	must(t, w.StartAttempt(ctx, "broken", "work", "bad"))
 	l.Exec(t, `UPDATE flows_step_attempts SET state = 'succeeded', ended_at_ms = $1 WHERE run_id = 'broken' AND attempt_id = 'bad'`, t0+10_000)
 	set(10_001)
 	must(t, w.StartAttempt(ctx, "broken", "work", "good"))
 	must(t, w.SucceedAttempt(ctx, "broken", "good", json.RawMessage(`"done"`)))
 	set(10_002)
-	must(t, w.AddStep(ctx, "broken", engine.Step{ID: "nameless", Type: engine.StepWait, EventName: "x"}))
+	must(t, w.AddStep(ctx, "broken", engine.Step{ID: "nameless", Type: vocab.StepWait, EventName: "x"}))
 	l.Exec(t, `UPDATE flows_steps SET event_name = NULL WHERE run_id = 'broken' AND step_id = 'nameless'`)
 	set(10_003)
-	must(t, w.AddStep(ctx, "broken", engine.Step{ID: "claims", Type: engine.StepWait, EventName: "y"}))
+	must(t, w.AddStep(ctx, "broken", engine.Step{ID: "claims", Type: vocab.StepWait, EventName: "y"}))
 	must(t, w.AddInboundEvent(ctx, engine.InboundEvent{ID: "timeless", RunID: "broken", Name: "y"}))
 	must(t, w.SatisfyWait(ctx, "broken", "claims", "timeless"))
 	l.Exec(t, `UPDATE flows_inbound_events SET claimed_at_ms = NULL WHERE run_id = 'broken' AND event_id = 'timeless'`)
 	set(10_004)
 	must(t, w.AddInboundEvent(ctx, engine.InboundEvent{ID: "sound", RunID: "broken", Name: "z"}))
 	l.Exec(t, `INSERT INTO flows_run_events (run_id, seq, recorded_at_ms, type, cancellation_reason) VALUES ('broken', 1, 1, 'started', 'no reason here')`)
-	must(t, w.AppendRunEvent(ctx, "broken", engine.EventPaused, ""))
+	must(t, w.AppendRunEvent(ctx, "broken", vocab.EventPaused, ""))
 }
 
 const attemptFields = `fragment attemptFields on Attempt {

@@ -26,6 +26,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // liveEnv is a store with the engine's writer on it, served with
@@ -46,7 +47,7 @@ type liveEnv struct {
 	ticks []int // statements of each watcher tick
 }
 
-var liveOwner = engine.Owner{HostID: "host-l", PID: 77, Nonce: "nonce-l"}
+var liveOwner = vocab.Owner{HostID: "host-l", PID: 77, Nonce: "nonce-l"}
 
 // liveFixture creates runs ids and serves the store. The reader's store is
 // opened read-only, as flowsnap serve does, with a PostgreSQL

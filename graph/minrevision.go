@@ -11,7 +11,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
-	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // MinRevisionHeader is the request header that carries a client's minimum
@@ -108,7 +108,7 @@ func walkAfter(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any
 
 func parseRevision(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > snapshot.MaxSafe {
+	if err != nil || n < 0 || n > vocab.MaxSafe {
 		return 0, strconv.ErrRange
 	}
 	return n, nil
@@ -119,21 +119,21 @@ func parseRevision(s string) (int64, error) {
 func revisionValue(v any) (int64, bool) {
 	switch x := v.(type) {
 	case float64:
-		if x < 0 || x > snapshot.MaxSafe || x != float64(int64(x)) {
+		if x < 0 || x > vocab.MaxSafe || x != float64(int64(x)) {
 			return 0, false
 		}
 		return int64(x), true
 	case int64:
-		return x, x >= 0 && x <= snapshot.MaxSafe
+		return x, x >= 0 && x <= vocab.MaxSafe
 	case int:
-		return int64(x), x >= 0 && int64(x) <= snapshot.MaxSafe
+		return int64(x), x >= 0 && int64(x) <= vocab.MaxSafe
 	case string:
 		n, err := parseRevision(x)
 		return n, err == nil
 	default:
 		if n, ok := v.(interface{ Int64() (int64, error) }); ok {
 			i, err := n.Int64()
-			return i, err == nil && i >= 0 && i <= snapshot.MaxSafe
+			return i, err == nil && i >= 0 && i <= vocab.MaxSafe
 		}
 		return 0, false
 	}

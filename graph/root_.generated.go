@@ -115,7 +115,7 @@ type ComplexityRoot struct {
 	Owner struct {
 		HostID func(childComplexity int) int
 		Nonce  func(childComplexity int) int
-		Pid    func(childComplexity int) int
+		PID    func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -531,11 +531,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Owner.Nonce(childComplexity), true
 	case "Owner.pid":
-		if e.ComplexityRoot.Owner.Pid == nil {
+		if e.ComplexityRoot.Owner.PID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Owner.Pid(childComplexity), true
+		return e.ComplexityRoot.Owner.PID(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/flowsnap/flowsnap/graph/scalar"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -345,8 +346,8 @@ func (ec *executionContext) _CancelAcknowledgement_owner(ctx context.Context, fi
 			return obj.Owner, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Owner) graphql.Marshaler {
-			return ec.marshalNOwner2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐOwner(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.Owner) graphql.Marshaler {
+			return ec.marshalNOwner2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐOwner(ctx, selections, v)
 		},
 		true,
 		true,
@@ -432,8 +433,8 @@ func (ec *executionContext) _Claim_owner(ctx context.Context, field graphql.Coll
 			return obj.Owner, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Owner) graphql.Marshaler {
-			return ec.marshalNOwner2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐOwner(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.Owner) graphql.Marshaler {
+			return ec.marshalNOwner2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐOwner(ctx, selections, v)
 		},
 		true,
 		true,
@@ -544,7 +545,7 @@ func (ec *executionContext) fieldContext_MissingRun_deletedAtRevision(_ context.
 	return graphql.NewScalarFieldContext("MissingRun", field, false, false, "SafeInt")
 }
 
-func (ec *executionContext) _Owner_hostId(ctx context.Context, field graphql.CollectedField, obj *snapshot.Owner) (ret graphql.Marshaler) {
+func (ec *executionContext) _Owner_hostId(ctx context.Context, field graphql.CollectedField, obj *vocab.Owner) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -567,7 +568,7 @@ func (ec *executionContext) fieldContext_Owner_hostId(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Owner", field, false, false, "String")
 }
 
-func (ec *executionContext) _Owner_pid(ctx context.Context, field graphql.CollectedField, obj *snapshot.Owner) (ret graphql.Marshaler) {
+func (ec *executionContext) _Owner_pid(ctx context.Context, field graphql.CollectedField, obj *vocab.Owner) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -576,7 +577,7 @@ func (ec *executionContext) _Owner_pid(ctx context.Context, field graphql.Collec
 			return ec.fieldContext_Owner_pid(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Pid, nil
+			return obj.PID, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
@@ -590,7 +591,7 @@ func (ec *executionContext) fieldContext_Owner_pid(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Owner", field, false, false, "SafeInt")
 }
 
-func (ec *executionContext) _Owner_nonce(ctx context.Context, field graphql.CollectedField, obj *snapshot.Owner) (ret graphql.Marshaler) {
+func (ec *executionContext) _Owner_nonce(ctx context.Context, field graphql.CollectedField, obj *vocab.Owner) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -1181,8 +1182,8 @@ func (ec *executionContext) _Run_status(ctx context.Context, field graphql.Colle
 			return obj.Status, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.Status) graphql.Marshaler {
-			return ec.marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatus(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.Status) graphql.Marshaler {
+			return ec.marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatus(ctx, selections, v)
 		},
 		true,
 		true,
@@ -1319,8 +1320,8 @@ func (ec *executionContext) _Run_owner(ctx context.Context, field graphql.Collec
 			return obj.Owner, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *snapshot.Owner) graphql.Marshaler {
-			return ec.marshalOOwner2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐOwner(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *vocab.Owner) graphql.Marshaler {
+			return ec.marshalOOwner2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐOwner(ctx, selections, v)
 		},
 		true,
 		false,
@@ -2154,8 +2155,8 @@ func (ec *executionContext) _Waiting_kind(ctx context.Context, field graphql.Col
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v snapshot.WaitingKind) graphql.Marshaler {
-			return ec.marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v vocab.WaitingKind) graphql.Marshaler {
+			return ec.marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -2474,7 +2475,7 @@ func (ec *executionContext) _MissingRun(ctx context.Context, sel ast.SelectionSe
 
 var ownerImplementors = []string{"Owner"}
 
-func (ec *executionContext) _Owner(ctx context.Context, sel ast.SelectionSet, obj *snapshot.Owner) graphql.Marshaler {
+func (ec *executionContext) _Owner(ctx context.Context, sel ast.SelectionSet, obj *vocab.Owner) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, ownerImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -3029,7 +3030,7 @@ func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx contex
 	return res
 }
 
-func (ec *executionContext) marshalNOwner2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐOwner(ctx context.Context, sel ast.SelectionSet, v snapshot.Owner) graphql.Marshaler {
+func (ec *executionContext) marshalNOwner2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐOwner(ctx context.Context, sel ast.SelectionSet, v vocab.Owner) graphql.Marshaler {
 	return ec._Owner(ctx, sel, &v)
 }
 
@@ -3065,14 +3066,18 @@ func (ec *executionContext) marshalNRunEdge2ᚕgithubᚗcomᚋflowsnapᚋflowsna
 	return ret
 }
 
-func (ec *executionContext) unmarshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatus(ctx context.Context, v any) (snapshot.Status, error) {
-	var res snapshot.Status
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatus(ctx context.Context, v any) (vocab.Status, error) {
+	res, err := scalar.UnmarshalRunStatus(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatus(ctx context.Context, sel ast.SelectionSet, v snapshot.Status) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatus(ctx context.Context, sel ast.SelectionSet, v vocab.Status) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalRunStatus(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "RunStatus!")
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNSafeInt2int64(ctx context.Context, v any) (int64, error) {
@@ -3113,14 +3118,18 @@ func (ec *executionContext) marshalNSnapshot2ᚕgithubᚗcomᚋflowsnapᚋflowsn
 	return ret
 }
 
-func (ec *executionContext) unmarshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKind(ctx context.Context, v any) (snapshot.WaitingKind, error) {
-	var res snapshot.WaitingKind
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKind(ctx context.Context, v any) (vocab.WaitingKind, error) {
+	res, err := scalar.UnmarshalWaitingKind(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKind(ctx context.Context, sel ast.SelectionSet, v snapshot.WaitingKind) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKind(ctx context.Context, sel ast.SelectionSet, v vocab.WaitingKind) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalWaitingKind(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WaitingKind!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalOCancelAcknowledgement2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐCancelAcknowledgement(ctx context.Context, sel ast.SelectionSet, v *snapshot.CancelAcknowledgement) graphql.Marshaler {
@@ -3180,7 +3189,7 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋflowsnapᚋflowsnapᚋsn
 	return ec._Node(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalOOwner2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐOwner(ctx context.Context, sel ast.SelectionSet, v *snapshot.Owner) graphql.Marshaler {
+func (ec *executionContext) marshalOOwner2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐOwner(ctx context.Context, sel ast.SelectionSet, v *vocab.Owner) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -3194,16 +3203,16 @@ func (ec *executionContext) marshalORunConnection2ᚖgithubᚗcomᚋflowsnapᚋf
 	return ec._RunConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatusᚄ(ctx context.Context, v any) ([]snapshot.Status, error) {
+func (ec *executionContext) unmarshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatusᚄ(ctx context.Context, v any) ([]vocab.Status, error) {
 	if v == nil {
 		return nil, nil
 	}
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]snapshot.Status, len(vSlice))
+	res := make([]vocab.Status, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatus(ctx, vSlice[i])
+		res[i], err = ec.unmarshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatus(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}
@@ -3211,14 +3220,14 @@ func (ec *executionContext) unmarshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflo
 	return res, nil
 }
 
-func (ec *executionContext) marshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.Status) graphql.Marshaler {
+func (ec *executionContext) marshalORunStatus2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []vocab.Status) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐStatus(ctx, sel, v[i])
+		return ec.marshalNRunStatus2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐStatus(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -3262,16 +3271,16 @@ func (ec *executionContext) marshalOWaiting2ᚖgithubᚗcomᚋflowsnapᚋflowsna
 	return ec._Waiting(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKindᚄ(ctx context.Context, v any) ([]snapshot.WaitingKind, error) {
+func (ec *executionContext) unmarshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKindᚄ(ctx context.Context, v any) ([]vocab.WaitingKind, error) {
 	if v == nil {
 		return nil, nil
 	}
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]snapshot.WaitingKind, len(vSlice))
+	res := make([]vocab.WaitingKind, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKind(ctx, vSlice[i])
+		res[i], err = ec.unmarshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKind(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}
@@ -3279,14 +3288,14 @@ func (ec *executionContext) unmarshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋf
 	return res, nil
 }
 
-func (ec *executionContext) marshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKindᚄ(ctx context.Context, sel ast.SelectionSet, v []snapshot.WaitingKind) graphql.Marshaler {
+func (ec *executionContext) marshalOWaitingKind2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKindᚄ(ctx context.Context, sel ast.SelectionSet, v []vocab.WaitingKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐWaitingKind(ctx, sel, v[i])
+		return ec.marshalNWaitingKind2githubᚗcomᚋflowsnapᚋflowsnapᚋstoreᚋvocabᚐWaitingKind(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

@@ -11,6 +11,7 @@ import (
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // Position is the resolver for the position field.
@@ -26,7 +27,7 @@ func (r *subscriptionResolver) Position(ctx context.Context) (<-chan *snapshot.P
 
 // Run is the resolver for the run field.
 func (r *subscriptionResolver) Run(ctx context.Context, id string) (<-chan snapshot.Snapshot, error) {
-	if err := snapshot.CheckID(id); err != nil {
+	if err := vocab.CheckID("an id", id); err != nil {
 		return nil, err
 	}
 	return watch(ctx, func(s *live.Sub) { s.WatchRun(id) }, func(ctx context.Context) (snapshot.Snapshot, int64, bool, error) {

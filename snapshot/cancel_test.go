@@ -104,7 +104,7 @@ func TestCancelledReadsLeaveNoTransactionOpen(t *testing.T) {
 		}
 
 		noOpenReads(t, ro)
-		if active, _ := snapshot.WALGateState(r); active != 0 {
+		if active, _ := ro.WALGate(); active != 0 {
 			t.Fatalf("the WAL gate counts %d reads as open", active)
 		}
 		if d == store.Postgres {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // Page sizes of the change feed (SPEC §6).
@@ -71,7 +72,7 @@ func (r *Reader) Changes(ctx context.Context, req ChangesRequest) (*ChangeFeed, 
 		}
 		size = *req.First
 	}
-	if req.Since < 0 || req.Since > MaxSafe {
+	if req.Since < 0 || req.Since > vocab.MaxSafe {
 		return nil, fault.Errorf(fault.BadUserInput, "since must be an integer in 0..2^53-1")
 	}
 	var out *ChangeFeed
@@ -89,7 +90,7 @@ func (q *querier) changes(req ChangesRequest, size int) (*ChangeFeed, error) {
 		return nil, err
 	}
 	if req.Source != nil && *req.Source != pos.Source {
-		return nil, fault.Errorf(fault.SourceChanged, "source %s is not this store's (%s): resync from revision 0", Quote(*req.Source), pos.Source)
+		return nil, fault.Errorf(fault.SourceChanged, "source %s is not this store's (%s): resync from revision 0", vocab.Quote(*req.Source), pos.Source)
 	}
 	if req.Since > pos.Revision {
 		return nil, fault.Errorf(fault.SourceChanged, "since %d is beyond this store's revision %d: the store was replaced or restored, resync from revision 0", req.Since, pos.Revision)
@@ -110,8 +111,8 @@ func (q *querier) changes(req ChangesRequest, size int) (*ChangeFeed, error) {
 			feed.HasMore = true
 			continue
 		}
-		if rev <= req.Since || rev > pos.Revision || (deleted != 0 && deleted != 1) || CheckID(id) != nil {
-			return nil, fault.Errorf(fault.DecodeFailed, "the change row of run %s is malformed", Quote(id))
+		if rev <= req.Since || rev > pos.Revision || (deleted != 0 && deleted != 1) || !vocab.ValidID(id) {
+			return nil, fault.Errorf(fault.DecodeFailed, "the change row of run %s is malformed", vocab.Quote(id))
 		}
 		feed.Changes = append(feed.Changes, Change{RunID: id, Revision: rev, Deleted: deleted == 1})
 	}

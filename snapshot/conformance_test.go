@@ -20,6 +20,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot/snapshottest"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // TestReadPath runs the conformance suite of the read path against every
@@ -124,7 +125,7 @@ func exercisePosition(t *testing.T, d store.Dialect) {
 		f.create(t, engine.NewRun{ID: "child-of-a", FlowName: "demo", Parents: []engine.ParentEdge{{ParentID: "a", Seq: 1}}})
 
 		again := mustRun(t, must(f.r.Runs(rctx, []string{"a"}))[0])
-		if again.Status != snapshot.StatusPending || again.Revision != before.Revision {
+		if again.Status != vocab.StatusPending || again.Revision != before.Revision {
 			t.Fatalf("the second read of the operation saw %s at revision %d, want pending at %d", again.Status, again.Revision, before.Revision)
 		}
 		page, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a"})
@@ -136,7 +137,7 @@ func exercisePosition(t *testing.T, d store.Dialect) {
 		}
 
 		after := f.observed(t, "a")
-		if after.Status != snapshot.StatusRunning || after.Revision <= before.Revision {
+		if after.Status != vocab.StatusRunning || after.Revision <= before.Revision {
 			t.Fatalf("a new read saw %s at revision %d, want running after %d", after.Status, after.Revision, before.Revision)
 		}
 	})
@@ -275,7 +276,7 @@ func exerciseIDs(t *testing.T, d store.Dialect) {
 			for _, r := range []snapshot.Result[snapshot.Snapshot]{res[1], res[3]} {
 				if c.valid {
 					if run := mustRun(t, r); run.ID != c.id {
-						t.Fatalf("read run %q, want the id unchanged", snapshot.Quote(run.ID))
+						t.Fatalf("read run %q, want the id unchanged", vocab.Quote(run.ID))
 					}
 					continue
 				}
@@ -288,7 +289,7 @@ func exerciseIDs(t *testing.T, d store.Dialect) {
 				}
 			}
 			if !c.valid {
-				if err := snapshot.CheckID(c.id); fault.CodeOf(err) != fault.BadUserInput {
+				if err := vocab.CheckID("an id", c.id); fault.CodeOf(err) != fault.BadUserInput {
 					t.Fatalf("CheckID = %v", err)
 				}
 			}
@@ -333,16 +334,16 @@ func exerciseDerivedFields(t *testing.T, d store.Dialect) {
 
 	for i, c := range []struct {
 		reason string
-		kind   snapshot.WaitingKind
+		kind   vocab.WaitingKind
 	}{
-		{"timer", snapshot.WaitingTimer},
-		{"approval", snapshot.WaitingApproval},
-		{"quota", snapshot.WaitingQuota},
-		{"human", snapshot.WaitingHuman},
-		{"event", snapshot.WaitingSignal},
-		{"signal", snapshot.WaitingSignal},
-		{"webhook", snapshot.WaitingOther},
-		{"timers", snapshot.WaitingOther},
+		{"timer", vocab.WaitingTimer},
+		{"approval", vocab.WaitingApproval},
+		{"quota", vocab.WaitingQuota},
+		{"human", vocab.WaitingHuman},
+		{"event", vocab.WaitingSignal},
+		{"signal", vocab.WaitingSignal},
+		{"webhook", vocab.WaitingOther},
+		{"timers", vocab.WaitingOther},
 	} {
 		t.Run(fmt.Sprintf("a run waiting for %q waits for kind %s", c.reason, c.kind), func(t *testing.T) {
 			id := fmt.Sprintf("waiting-%d", i)
@@ -378,7 +379,7 @@ func exerciseDerivedFields(t *testing.T, d store.Dialect) {
 		if w == nil || w.TokenDigest == nil || *w.TokenDigest != hex.EncodeToString(sum[:]) {
 			t.Fatalf("waiting %+v, want the token's digest", w)
 		}
-		if w.WakeAt == nil || *w.WakeAt != 1234 || string(w.Request) != `{"form":"expense"}` || w.Kind != snapshot.WaitingApproval {
+		if w.WakeAt == nil || *w.WakeAt != 1234 || string(w.Request) != `{"form":"expense"}` || w.Kind != vocab.WaitingApproval {
 			t.Fatalf("waiting %+v", w)
 		}
 		if where := findSecret(run, token); where != "" {
@@ -393,20 +394,20 @@ func exerciseDerivedFields(t *testing.T, d store.Dialect) {
 	})
 
 	t.Run("a running run has its owner, claim and cancellation", func(t *testing.T) {
-		claimant := engine.Owner{HostID: "host-2", PID: 77, Nonce: "nonce-2"}
+		claimant := vocab.Owner{HostID: "host-2", PID: 77, Nonce: "nonce-2"}
 		f.create(t, engine.NewRun{ID: "busy", FlowName: "demo", CreatedAt: 1000})
 		f.do(t, func(tx *engine.Tx) error {
 			return errorsJoin(tx.Start(ctx, "busy", worker), tx.Claim(ctx, "busy", claimant),
 				tx.RequestCancel(ctx, "busy"), tx.AcknowledgeCancel(ctx, "busy", worker))
 		})
 		run := f.observed(t, "busy")
-		want := snapshot.Owner{HostID: worker.HostID, Pid: worker.PID, Nonce: worker.Nonce}
+		want := vocab.Owner{HostID: worker.HostID, PID: worker.PID, Nonce: worker.Nonce}
 		switch {
-		case run.Status != snapshot.StatusRunning, run.CreatedAt != 1000, run.StartedAt == nil, run.FinishedAt != nil:
+		case run.Status != vocab.StatusRunning, run.CreatedAt != 1000, run.StartedAt == nil, run.FinishedAt != nil:
 			t.Fatalf("run %+v", run)
 		case run.Owner == nil || *run.Owner != want || run.HeartbeatAt == nil:
 			t.Fatalf("owner %+v, heartbeat %v", run.Owner, run.HeartbeatAt)
-		case run.Claim == nil || run.Claim.Owner != (snapshot.Owner{HostID: "host-2", Pid: 77, Nonce: "nonce-2"}):
+		case run.Claim == nil || run.Claim.Owner != (vocab.Owner{HostID: "host-2", PID: 77, Nonce: "nonce-2"}):
 			t.Fatalf("claim %+v", run.Claim)
 		case run.Cancellation.RequestedAt == nil || run.Cancellation.Acknowledgement == nil || run.Cancellation.Acknowledgement.Owner != want:
 			t.Fatalf("cancellation %+v", run.Cancellation)

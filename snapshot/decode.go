@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // runColumns are the columns of a run read, in the order rawRun.dest scans
@@ -75,7 +76,7 @@ func (d *decodeError) fail(format string, args ...any) {
 // natural converts a non-null column to an integer in 0..2^53−1.
 func (d *decodeError) natural(col string, v any) int64 {
 	n, ok := toInt(v)
-	if !ok || n < 0 || n > MaxSafe {
+	if !ok || n < 0 || n > vocab.MaxSafe {
 		d.fail("column %s is not an integer in 0..2^53-1", col)
 		return 0
 	}
@@ -108,7 +109,7 @@ func (d *decodeError) optText(col string, v any) *string {
 
 func (d *decodeError) ident(col string, v any) string {
 	s := d.text(col, v)
-	if CheckID(s) != nil {
+	if !vocab.ValidID(s) {
 		d.fail("column %s is not a valid identifier", col)
 	}
 	return s
@@ -143,7 +144,7 @@ func toInt(v any) (int64, bool) {
 	case int:
 		return int64(n), true
 	case float64:
-		if n == math.Trunc(n) && math.Abs(n) <= MaxSafe {
+		if n == math.Trunc(n) && math.Abs(n) <= vocab.MaxSafe {
 			return int64(n), true
 		}
 	}
@@ -190,7 +191,7 @@ func (w *rawRun) decode(pos Position) (Snapshot, error) {
 
 func (w *rawRun) failed(msg string) error {
 	return &fault.Error{Code: fault.DecodeFailed, RunID: w.id,
-		Message: fmt.Sprintf("run %s cannot be decoded: %s", Quote(w.id), msg)}
+		Message: fmt.Sprintf("run %s cannot be decoded: %s", vocab.Quote(w.id), msg)}
 }
 
 func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
@@ -206,7 +207,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 			d.fail("its revision %d is outside 1..%d", run.Revision, pos.Revision)
 		}
 	}
-	run.Status = Status(d.text("status", w.status))
+	run.Status = vocab.Status(d.text("status", w.status))
 	if !run.Status.Valid() {
 		d.fail("status is not one of pending, running, suspended, completed, failed, cancelled")
 	}
@@ -218,14 +219,14 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 	ownerSet := w.ownerHost != nil && w.ownerPid != nil && w.ownerNonce != nil && w.heartbeat != nil
 	ownerAny := w.ownerHost != nil || w.ownerPid != nil || w.ownerNonce != nil || w.heartbeat != nil
 	switch {
-	case run.Status == StatusRunning && !ownerSet:
+	case run.Status == vocab.StatusRunning && !ownerSet:
 		d.fail("it is running but its owner fields are not all set")
-	case run.Status != StatusRunning && ownerAny:
+	case run.Status != vocab.StatusRunning && ownerAny:
 		d.fail("it is %s but has owner fields set", run.Status)
 	case ownerSet:
-		run.Owner = &Owner{
+		run.Owner = &vocab.Owner{
 			HostID: d.ident("owner_host_id", w.ownerHost),
-			Pid:    d.natural("owner_pid", w.ownerPid),
+			PID:    d.natural("owner_pid", w.ownerPid),
 			Nonce:  d.ident("owner_nonce", w.ownerNonce),
 		}
 		run.HeartbeatAt = d.optMillis("heartbeat_at_ms", w.heartbeat)
@@ -237,9 +238,9 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 		d.fail("its claim fields are only partly set")
 	} else if claimSet {
 		run.Claim = &Claim{
-			Owner: Owner{
+			Owner: vocab.Owner{
 				HostID: d.ident("claim_host_id", w.claimHost),
-				Pid:    d.natural("claim_pid", w.claimPid),
+				PID:    d.natural("claim_pid", w.claimPid),
 				Nonce:  d.ident("claim_nonce", w.claimNonce),
 			},
 			ClaimedAt: Millis(d.natural("claimed_at_ms", w.claimedAt)),
@@ -290,7 +291,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 		}
 	} else {
 		reason := d.text("waiting_reason", w.waitingReason)
-		wt := &Waiting{Kind: KindOf(reason), Reason: reason, WakeAt: d.optMillis("waiting_wake_at_ms", w.waitingWake)}
+		wt := &Waiting{Kind: vocab.KindOf(reason), Reason: reason, WakeAt: d.optMillis("waiting_wake_at_ms", w.waitingWake)}
 		if w.waitingToken != nil {
 			sum := sha256.Sum256([]byte(d.text("waiting_token", w.waitingToken)))
 			digest := hex.EncodeToString(sum[:])
@@ -461,10 +462,10 @@ func cancelAck(d *decodeError, raw json.RawMessage) *CancelAcknowledgement {
 	}
 	observed, err1 := a.ObservedAtMs.Int64()
 	pid, err2 := a.Owner.Pid.Int64()
-	if err1 != nil || err2 != nil || observed < 0 || observed > MaxSafe || pid < 0 || pid > MaxSafe ||
-		CheckID(*a.Owner.HostID) != nil || CheckID(*a.Owner.Nonce) != nil {
+	if err1 != nil || err2 != nil || observed < 0 || observed > vocab.MaxSafe || pid < 0 || pid > vocab.MaxSafe ||
+		!vocab.ValidID(*a.Owner.HostID) || !vocab.ValidID(*a.Owner.Nonce) {
 		d.fail("cancel_acknowledgement_json has a malformed field")
 		return nil
 	}
-	return &CancelAcknowledgement{ObservedAt: Millis(observed), Owner: Owner{HostID: *a.Owner.HostID, Pid: pid, Nonce: *a.Owner.Nonce}}
+	return &CancelAcknowledgement{ObservedAt: Millis(observed), Owner: vocab.Owner{HostID: *a.Owner.HostID, PID: pid, Nonce: *a.Owner.Nonce}}
 }

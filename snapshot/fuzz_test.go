@@ -5,35 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
-
-// FuzzCheckID holds CheckID to the identifier rule of ARCHITECTURE.md, "The contract": non-empty, valid UTF-8
-// (so no lone surrogate), no NUL, at most 1024 UTF-16 code units. Quote must
-// take any id and stay short.
-func FuzzCheckID(f *testing.F) {
-	for _, s := range []string{"", "a", "run-1", "a\x00", "\xff", "\xed\xa0\x80", strings.Repeat("a", 1024),
-		strings.Repeat("a", 1025), strings.Repeat("😀", 512), strings.Repeat("😀", 513), strings.Repeat("é", 1024)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		want := id != "" && utf8.ValidString(id) && !strings.ContainsRune(id, 0) &&
-			len(utf16.Encode([]rune(id))) <= MaxIDLength
-		err := CheckID(id)
-		if (err == nil) != want {
-			t.Fatalf("CheckID(%q) = %v, want valid %v", id, err, want)
-		}
-		if err != nil && fault.CodeOf(err) != fault.BadUserInput {
-			t.Fatalf("CheckID(%q) = %v, want BAD_USER_INPUT", id, err)
-		}
-		if q := Quote(id); len(q) > 4*64+8 {
-			t.Fatalf("Quote of %d bytes is %d bytes", len(id), len(q))
-		}
-	})
-}
 
 // FuzzDecode feeds decode rows of arbitrary values: each column NULL, an
 // integer, a float, text or a blob as the fuzzer picks. Decoding must never
@@ -125,7 +100,7 @@ func checkRun(t *testing.T, run *Run, w *rawRun) {
 	switch {
 	case run.ID != "run-1" || run.Revision < 1 || run.Revision > 5 || !run.Status.Valid():
 		t.Fatalf("run %+v", run)
-	case (run.Status == StatusRunning) != (run.Owner != nil):
+	case (run.Status == vocab.StatusRunning) != (run.Owner != nil):
 		t.Fatalf("status %s with owner %+v", run.Status, run.Owner)
 	case run.ExecutionParentID != nil && *run.ExecutionParentID == run.ID:
 		t.Fatalf("its own parent")

@@ -16,6 +16,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // fixture is a fresh engine store with the engine's writer on it and a
@@ -37,7 +38,7 @@ func newFixture(t testing.TB, d store.Dialect) *fixture {
 	return &fixture{d: d, dsn: dsn, db: db, ro: ro, r: snapshot.NewReader(ro), w: engine.NewWriter(db, nil)}
 }
 
-var worker = engine.Owner{HostID: "host-1", PID: 4242, Nonce: "nonce-1"}
+var worker = vocab.Owner{HostID: "host-1", PID: 4242, Nonce: "nonce-1"}
 
 // do runs engine actions in one transaction.
 func (f *fixture) do(t testing.TB, fn func(tx *engine.Tx) error) {

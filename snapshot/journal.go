@@ -7,6 +7,7 @@ import (
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // The run journal (SPEC §1.5) is read like children and rounds: a batch of
@@ -173,9 +174,9 @@ func indexKeys[R any](keys []StepKey, out []R, fail func(*R, error)) (map[StepKe
 	index := make(map[StepKey][]int, len(keys))
 	var pairs [][2]string
 	for i, k := range keys {
-		err := CheckID(k.RunID)
+		err := vocab.CheckID("an id", k.RunID)
 		if err == nil {
-			err = CheckID(k.StepID)
+			err = vocab.CheckID("an id", k.StepID)
 		}
 		if err != nil {
 			fail(&out[i], err)

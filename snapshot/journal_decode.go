@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // The journal's rows are scanned as plain values and checked against the
@@ -38,12 +39,12 @@ func (w *rawStep) decode() (Step, error) {
 	if base.ParentStepID != nil && *base.ParentStepID == base.ID {
 		d.fail("it is its own parent step")
 	}
-	base.Type = StepType(d.text("type", w.typ))
+	base.Type = vocab.StepType(d.text("type", w.typ))
 	attempts := d.natural("its attempt count", w.attempts)
 	claimed := w.event.id != nil
 	var step Step
 	switch base.Type {
-	case StepRun:
+	case vocab.StepRun:
 		if w.state != nil || w.wake != nil || w.eventName != nil || w.timeout != nil || w.resolved != nil {
 			d.fail("it is a run step but has a state, wake time, event name, timeout or resolution of its own")
 		}
@@ -57,12 +58,12 @@ func (w *rawStep) decode() (Step, error) {
 		}
 		s.State = StepPending
 		if w.lastState != nil {
-			switch AttemptState(d.text("the latest attempt's state", w.lastState)) {
-			case AttemptStarted:
+			switch vocab.AttemptState(d.text("the latest attempt's state", w.lastState)) {
+			case vocab.AttemptStarted:
 				s.State = StepRunning
-			case AttemptSucceeded:
+			case vocab.AttemptSucceeded:
 				s.State, s.ResolvedAt = StepSucceeded, d.optMillis("the latest attempt's ended_at_ms", w.lastEnded)
-			case AttemptFailed:
+			case vocab.AttemptFailed:
 				if w.lastNext != nil {
 					s.State, s.NextAttemptAt = StepRetrying, d.optMillis("the latest attempt's next_attempt_at_ms", w.lastNext)
 				} else {
@@ -76,7 +77,7 @@ func (w *rawStep) decode() (Step, error) {
 			}
 		}
 		step = s
-	case StepSleep:
+	case vocab.StepSleep:
 		if w.maxAttempts != nil || w.eventName != nil || w.timeout != nil {
 			d.fail("it is a sleep step but has max_attempts, an event name or a timeout")
 		}
@@ -86,7 +87,7 @@ func (w *rawStep) decode() (Step, error) {
 		s := &SleepStep{StepBase: base, WakeAt: Millis(d.natural("target_wake_at_ms", w.wake))}
 		s.State, s.ResolvedAt = d.resolution(w.state, w.resolved, map[StepState]bool{StepWaiting: false, StepElapsed: true})
 		step = s
-	case StepWait:
+	case vocab.StepWait:
 		if w.maxAttempts != nil || w.wake != nil {
 			d.fail("it is a wait step but has max_attempts or a wake time")
 		}
@@ -107,17 +108,17 @@ func (w *rawStep) decode() (Step, error) {
 	default:
 		d.fail("type is not one of run, sleep, wait")
 	}
-	if base.Type != StepRun && attempts != 0 {
+	if base.Type != vocab.StepRun && attempts != 0 {
 		d.fail("it has attempts, but only run steps are attempted")
 	}
-	if claimed && base.Type != StepWait {
+	if claimed && base.Type != vocab.StepWait {
 		d.fail("an inbound event is claimed by it, but only wait steps claim events")
 	}
 	if d.msg != "" {
 		runID, _ := toText(w.runID)
 		stepID, _ := toText(w.stepID)
 		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: runID,
-			Message: fmt.Sprintf("step %s of run %s cannot be decoded: %s", Quote(stepID), Quote(runID), d.msg)}
+			Message: fmt.Sprintf("step %s of run %s cannot be decoded: %s", vocab.Quote(stepID), vocab.Quote(runID), d.msg)}
 	}
 	return step, nil
 }
@@ -185,7 +186,7 @@ func (w *rawInbound) decode() (*InboundEvent, error) {
 		runID, _ := toText(w.runID)
 		id, _ := toText(w.id)
 		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: runID,
-			Message: fmt.Sprintf("inbound event %s of run %s cannot be decoded: %s", Quote(id), Quote(runID), d.msg)}
+			Message: fmt.Sprintf("inbound event %s of run %s cannot be decoded: %s", vocab.Quote(id), vocab.Quote(runID), d.msg)}
 	}
 	return ev, nil
 }
@@ -212,15 +213,15 @@ func (w *rawAttempt) decode() (*Attempt, error) {
 		ID:        d.ident("attempt_id", w.id),
 		Number:    w.number,
 		StartedAt: Millis(d.natural("started_at_ms", w.started)),
-		State:     AttemptState(d.text("state", w.state)),
+		State:     vocab.AttemptState(d.text("state", w.state)),
 		EndedAt:   d.optMillis("ended_at_ms", w.ended),
 	}
 	switch a.State {
-	case AttemptStarted:
+	case vocab.AttemptStarted:
 		if w.ended != nil || w.resultType != nil || w.result != nil || w.errorMessage != nil || w.errorName != nil || w.next != nil {
 			d.fail("it is started but has an end, a result or an error")
 		}
-	case AttemptSucceeded:
+	case vocab.AttemptSucceeded:
 		if w.ended == nil {
 			d.fail("it succeeded without an end time")
 		}
@@ -231,16 +232,16 @@ func (w *rawAttempt) decode() (*Attempt, error) {
 		case w.resultType == nil:
 			d.fail("it succeeded without a result type")
 		default:
-			rt := ResultType(d.text("result_type", w.resultType))
+			rt := vocab.ResultType(d.text("result_type", w.resultType))
 			a.ResultType = &rt
 			switch rt {
-			case ResultJSON:
+			case vocab.ResultJSON:
 				if w.result == nil {
 					d.fail("its result type is json but it has no result")
 				} else {
 					a.Result = d.json("result_json", w.result)
 				}
-			case ResultNone:
+			case vocab.ResultNone:
 				if w.result != nil {
 					d.fail("its result type is none but it has a result")
 				}
@@ -248,7 +249,7 @@ func (w *rawAttempt) decode() (*Attempt, error) {
 				d.fail("result_type is not one of json, none")
 			}
 		}
-	case AttemptFailed:
+	case vocab.AttemptFailed:
 		if w.ended == nil {
 			d.fail("it failed without an end time")
 		}
@@ -267,7 +268,7 @@ func (w *rawAttempt) decode() (*Attempt, error) {
 	if d.msg != "" {
 		id, _ := toText(w.id)
 		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: w.runID,
-			Message: fmt.Sprintf("attempt %s of step %s of run %s cannot be decoded: %s", Quote(id), Quote(w.stepID), Quote(w.runID), d.msg)}
+			Message: fmt.Sprintf("attempt %s of step %s of run %s cannot be decoded: %s", vocab.Quote(id), vocab.Quote(w.stepID), vocab.Quote(w.runID), d.msg)}
 	}
 	return a, nil
 }
@@ -287,13 +288,13 @@ func (w *rawRunEvent) decode() (*RunEvent, error) {
 		RunID:      d.ident("run_id", w.runID),
 		Seq:        d.natural("seq", w.seq),
 		RecordedAt: Millis(d.natural("recorded_at_ms", w.recorded)),
-		Type:       RunEventType(d.text("type", w.typ)),
+		Type:       vocab.RunEventType(d.text("type", w.typ)),
 	}
-	if !slices.Contains(runEventTypes, ev.Type) {
+	if !slices.Contains(vocab.RunEventTypes, ev.Type) {
 		d.fail("type is not one of created, started, paused, resumed, completed, failed, cancelled")
 	}
 	if w.reason != nil {
-		if ev.Type != RunCancelled {
+		if ev.Type != vocab.EventCancelled {
 			d.fail("it is %s but has a cancellation reason", ev.Type)
 		}
 		ev.CancellationReason = d.optText("cancellation_reason", w.reason)
@@ -302,7 +303,7 @@ func (w *rawRunEvent) decode() (*RunEvent, error) {
 		runID, _ := toText(w.runID)
 		seq, _ := toInt(w.seq)
 		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: runID,
-			Message: fmt.Sprintf("event %d of the log of run %s cannot be decoded: %s", seq, Quote(runID), d.msg)}
+			Message: fmt.Sprintf("event %d of the log of run %s cannot be decoded: %s", seq, vocab.Quote(runID), d.msg)}
 	}
 	return ev, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot/snapshottest"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // journalT0 is the fixture's epoch: 2026-01-01T00:00:00Z.
@@ -71,16 +72,16 @@ func (j *journal) build() {
 	j.at(0)
 	for _, id := range []string{"retry-ok", "exhausted", "retrying", "sleeper", "waiter", "nested", "fresh", "idle", "stopped"} {
 		j.must(w.CreateRun(ctx, engine.NewRun{ID: id, FlowName: "journal"}))
-		j.must(w.AppendRunEvent(ctx, id, engine.EventCreated, ""))
+		j.must(w.AppendRunEvent(ctx, id, vocab.EventCreated, ""))
 		if id != "idle" {
 			j.must(w.Start(ctx, id, worker))
-			j.must(w.AppendRunEvent(ctx, id, engine.EventStarted, ""))
+			j.must(w.AppendRunEvent(ctx, id, vocab.EventStarted, ""))
 		}
 	}
 
 	// retry-ok
 	j.at(1000)
-	j.must(w.AddStep(ctx, "retry-ok", engine.Step{ID: "fetch", Type: engine.StepRun, MaxAttempts: 5}))
+	j.must(w.AddStep(ctx, "retry-ok", engine.Step{ID: "fetch", Type: vocab.StepRun, MaxAttempts: 5}))
 	j.at(1100)
 	j.must(w.StartAttempt(ctx, "retry-ok", "fetch", "a1"))
 	j.at(1200)
@@ -94,8 +95,8 @@ func (j *journal) build() {
 	j.at(4100)
 	j.must(w.SucceedAttempt(ctx, "retry-ok", "a3", json.RawMessage(`{"ok":true}`)))
 	j.at(5000)
-	j.must(w.AddStep(ctx, "retry-ok", engine.Step{ID: "void", Type: engine.StepRun}))
-	j.must(w.AddStep(ctx, "retry-ok", engine.Step{ID: "nil", Type: engine.StepRun}))
+	j.must(w.AddStep(ctx, "retry-ok", engine.Step{ID: "void", Type: vocab.StepRun}))
+	j.must(w.AddStep(ctx, "retry-ok", engine.Step{ID: "nil", Type: vocab.StepRun}))
 	j.must(w.StartAttempt(ctx, "retry-ok", "void", "a4"))
 	j.must(w.StartAttempt(ctx, "retry-ok", "nil", "a5"))
 	j.at(5100)
@@ -103,11 +104,11 @@ func (j *journal) build() {
 	j.must(w.SucceedAttempt(ctx, "retry-ok", "a5", json.RawMessage(`null`)))
 	j.at(6000)
 	j.must(w.Complete(ctx, "retry-ok", nil))
-	j.must(w.AppendRunEvent(ctx, "retry-ok", engine.EventCompleted, ""))
+	j.must(w.AppendRunEvent(ctx, "retry-ok", vocab.EventCompleted, ""))
 
 	// exhausted
 	j.at(1000)
-	j.must(w.AddStep(ctx, "exhausted", engine.Step{ID: "charge", Type: engine.StepRun, MaxAttempts: 3}))
+	j.must(w.AddStep(ctx, "exhausted", engine.Step{ID: "charge", Type: vocab.StepRun, MaxAttempts: 3}))
 	for i, next := range []int64{2000, 3000, 0} {
 		id := fmt.Sprintf("a%d", i+1)
 		j.at(1000 * int64(i+1))
@@ -119,67 +120,67 @@ func (j *journal) build() {
 		j.must(w.FailAttempt(ctx, "exhausted", id, engine.AttemptError{Message: "card declined", Name: "PaymentError", NextAttemptAt: next}))
 	}
 	j.must(w.Fail(ctx, "exhausted", engine.RunError{Name: "PaymentError", Message: "card declined"}))
-	j.must(w.AppendRunEvent(ctx, "exhausted", engine.EventFailed, ""))
+	j.must(w.AppendRunEvent(ctx, "exhausted", vocab.EventFailed, ""))
 
 	// retrying
 	j.at(1000)
-	j.must(w.AddStep(ctx, "retrying", engine.Step{ID: "call", Type: engine.StepRun, MaxAttempts: 4}))
+	j.must(w.AddStep(ctx, "retrying", engine.Step{ID: "call", Type: vocab.StepRun, MaxAttempts: 4}))
 	j.must(w.StartAttempt(ctx, "retrying", "call", "a1"))
 	j.at(1500)
 	j.must(w.FailAttempt(ctx, "retrying", "a1", engine.AttemptError{Message: "rate limited", Name: "QuotaExceeded", NextAttemptAt: journalT0 + 9000}))
 
 	// sleeper
 	j.at(1000)
-	j.must(w.AddStep(ctx, "sleeper", engine.Step{ID: "nap-1", Type: engine.StepSleep, WakeAt: journalT0 + 2000}))
+	j.must(w.AddStep(ctx, "sleeper", engine.Step{ID: "nap-1", Type: vocab.StepSleep, WakeAt: journalT0 + 2000}))
 	j.at(2000)
 	j.must(w.ElapseSleep(ctx, "sleeper", "nap-1"))
 	j.at(3000)
-	j.must(w.AddStep(ctx, "sleeper", engine.Step{ID: "nap-2", Type: engine.StepSleep, WakeAt: journalT0 + 99000}))
+	j.must(w.AddStep(ctx, "sleeper", engine.Step{ID: "nap-2", Type: vocab.StepSleep, WakeAt: journalT0 + 99000}))
 	j.must(w.Wait(ctx, "sleeper", engine.Waiting{Reason: "timer", WakeAt: journalT0 + 99000}))
-	j.must(w.AppendRunEvent(ctx, "sleeper", engine.EventPaused, ""))
+	j.must(w.AppendRunEvent(ctx, "sleeper", vocab.EventPaused, ""))
 
 	// waiter
 	j.at(1000)
-	j.must(w.AddStep(ctx, "waiter", engine.Step{ID: "approve", Type: engine.StepWait, EventName: "approval.decided"}))
+	j.must(w.AddStep(ctx, "waiter", engine.Step{ID: "approve", Type: vocab.StepWait, EventName: "approval.decided"}))
 	j.at(1500)
 	j.must(w.AddInboundEvent(ctx, engine.InboundEvent{ID: "e1", RunID: "waiter", Name: "approval.decided", Payload: json.RawMessage(`null`)}))
 	j.at(1600)
 	j.must(w.SatisfyWait(ctx, "waiter", "approve", "e1"))
 	j.at(2000)
-	j.must(w.AddStep(ctx, "waiter", engine.Step{ID: "confirm", Type: engine.StepWait, EventName: "confirm", TimeoutAt: journalT0 + 3000}))
+	j.must(w.AddStep(ctx, "waiter", engine.Step{ID: "confirm", Type: vocab.StepWait, EventName: "confirm", TimeoutAt: journalT0 + 3000}))
 	j.at(3000)
 	j.must(w.TimeOutWait(ctx, "waiter", "confirm"))
 	j.at(4000)
-	j.must(w.AddStep(ctx, "waiter", engine.Step{ID: "pay", Type: engine.StepWait, EventName: "order.paid", TimeoutAt: journalT0 + 50000}))
+	j.must(w.AddStep(ctx, "waiter", engine.Step{ID: "pay", Type: vocab.StepWait, EventName: "order.paid", TimeoutAt: journalT0 + 50000}))
 	j.must(w.AddInboundEvent(ctx, engine.InboundEvent{ID: "e2", RunID: "waiter", Name: "order.shipped"}))
 	j.at(4500)
 	j.must(w.AddInboundEvent(ctx, engine.InboundEvent{ID: "e3", RunID: "waiter", Name: "note", Payload: json.RawMessage(`{"a":1}`)}))
 	j.must(w.Wait(ctx, "waiter", engine.Waiting{Reason: "event", WakeAt: journalT0 + 50000}))
-	j.must(w.AppendRunEvent(ctx, "waiter", engine.EventPaused, ""))
+	j.must(w.AppendRunEvent(ctx, "waiter", vocab.EventPaused, ""))
 
 	// nested
 	j.at(1000)
-	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer", Type: engine.StepRun}))
+	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer", Type: vocab.StepRun}))
 	j.must(w.StartAttempt(ctx, "nested", "outer", "a1"))
 	j.at(1100)
-	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer.1", Type: engine.StepRun, ParentStepID: "outer"}))
+	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer.1", Type: vocab.StepRun, ParentStepID: "outer"}))
 	j.must(w.StartAttempt(ctx, "nested", "outer.1", "a2"))
 	j.at(1200)
 	j.must(w.SucceedAttempt(ctx, "nested", "a2", json.RawMessage(`[1,2]`)))
-	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer.nap", Type: engine.StepSleep, WakeAt: journalT0 + 1300, ParentStepID: "outer"}))
+	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer.nap", Type: vocab.StepSleep, WakeAt: journalT0 + 1300, ParentStepID: "outer"}))
 	j.at(1300)
 	j.must(w.ElapseSleep(ctx, "nested", "outer.nap"))
-	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer.2", Type: engine.StepRun, ParentStepID: "outer"}))
+	j.must(w.AddStep(ctx, "nested", engine.Step{ID: "outer.2", Type: vocab.StepRun, ParentStepID: "outer"}))
 	j.must(w.StartAttempt(ctx, "nested", "outer.2", "a3"))
 
 	// fresh
 	j.at(1000)
-	j.must(w.AddStep(ctx, "fresh", engine.Step{ID: "first", Type: engine.StepRun}))
+	j.must(w.AddStep(ctx, "fresh", engine.Step{ID: "first", Type: vocab.StepRun}))
 
 	// stopped
 	j.at(1000)
 	j.must(w.Cancel(ctx, "stopped"))
-	j.must(w.AppendRunEvent(ctx, "stopped", engine.EventCancelled, "operator asked"))
+	j.must(w.AppendRunEvent(ctx, "stopped", vocab.EventCancelled, "operator asked"))
 }
 
 func (j *journal) stepPage(anchor string, first int, after *string) *snapshot.StepPage {
@@ -266,7 +267,7 @@ func TestJournal(t *testing.T) {
 		t.Run("each kind of step carries its own fields", func(t *testing.T) {
 			steps := j.allSteps("retry-ok", 10)
 			fetch := steps[0].(*snapshot.RunStep)
-			if fetch.Type != snapshot.StepRun || *fetch.MaxAttempts != 5 || fetch.AttemptCount != 3 ||
+			if fetch.Type != vocab.StepRun || *fetch.MaxAttempts != 5 || fetch.AttemptCount != 3 ||
 				!eqMillis(fetch.ResolvedAt, ms(4100)) || fetch.NextAttemptAt != nil || fetch.CreatedAt != *ms(1000) {
 				t.Errorf("fetch = %+v", fetch)
 			}
@@ -331,7 +332,7 @@ func TestJournal(t *testing.T) {
 				t.Fatalf("fetch has %d attempts", len(fetch))
 			}
 			a1, a2, a3 := fetch[0].Value, fetch[1].Value, fetch[2].Value
-			if a1.Number != 1 || a1.ID != "a1" || a1.State != snapshot.AttemptFailed || *a1.ErrorName != "NetworkError" ||
+			if a1.Number != 1 || a1.ID != "a1" || a1.State != vocab.AttemptFailed || *a1.ErrorName != "NetworkError" ||
 				*a1.ErrorMessage != "connection reset" || !eqMillis(a1.NextAttemptAt, ms(2000)) || a1.StartedAt != *ms(1100) ||
 				!eqMillis(a1.EndedAt, ms(1200)) || a1.ResultType != nil || a1.Result != nil {
 				t.Errorf("a1 = %+v", a1)
@@ -339,14 +340,14 @@ func TestJournal(t *testing.T) {
 			if a2.Number != 2 || a2.ErrorName != nil || *a2.ErrorMessage != "502 Bad Gateway" {
 				t.Errorf("a2 = %+v", a2)
 			}
-			if a3.Number != 3 || a3.State != snapshot.AttemptSucceeded || *a3.ResultType != snapshot.ResultJSON ||
+			if a3.Number != 3 || a3.State != vocab.AttemptSucceeded || *a3.ResultType != vocab.ResultJSON ||
 				string(a3.Result) != `{"ok":true}` || a3.ErrorMessage != nil || a3.NextAttemptAt != nil {
 				t.Errorf("a3 = %+v", a3)
 			}
-			if n := res[1].Value[0].Value; *n.ResultType != snapshot.ResultJSON || string(n.Result) != "null" {
+			if n := res[1].Value[0].Value; *n.ResultType != vocab.ResultJSON || string(n.Result) != "null" {
 				t.Errorf("a step that returned null: %+v", n)
 			}
-			if v := res[2].Value[0].Value; *v.ResultType != snapshot.ResultNone || v.Result != nil {
+			if v := res[2].Value[0].Value; *v.ResultType != vocab.ResultNone || v.Result != nil {
 				t.Errorf("a step that returned nothing: %+v", v)
 			}
 			charge := res[3].Value
@@ -448,7 +449,7 @@ func TestJournal(t *testing.T) {
 				}
 				for _, e := range res[0].Value.Edges {
 					types = append(types, fmt.Sprintf("%d:%s", e.Event.Seq, e.Event.Type))
-					if e.Event.Type == snapshot.RunCancelled && (e.Event.CancellationReason == nil || *e.Event.CancellationReason != "operator asked") {
+					if e.Event.Type == vocab.EventCancelled && (e.Event.CancellationReason == nil || *e.Event.CancellationReason != "operator asked") {
 						t.Errorf("cancelled = %+v", e.Event)
 					}
 				}
@@ -516,7 +517,7 @@ func TestJournalPaging(t *testing.T) {
 				id := fmt.Sprintf("s-%03d", 999-i) // ids fall while time rises: ties sort by id
 				at := j.at(int64(1000 + i/3))
 				want = append(want, key{at, id})
-				if err := tx.AddStep(ctx, "long", engine.Step{ID: id, Type: engine.StepRun}); err != nil {
+				if err := tx.AddStep(ctx, "long", engine.Step{ID: id, Type: vocab.StepRun}); err != nil {
 					return err
 				}
 			}
@@ -542,7 +543,7 @@ func TestJournalPaging(t *testing.T) {
 					// A step created later is listed after every page read.
 					j.at(late)
 					late++
-					j.must(j.jw.AddStep(ctx, "long", engine.Step{ID: fmt.Sprintf("late-%d-%04d", first, n), Type: engine.StepRun}))
+					j.must(j.jw.AddStep(ctx, "long", engine.Step{ID: fmt.Sprintf("late-%d-%04d", first, n), Type: vocab.StepRun}))
 				}
 			}
 			gotIDs := strings.Split(stepIDs(got), ",")
@@ -640,26 +641,26 @@ func TestJournalBrokenRows(t *testing.T) {
 
 		j.at(10_000)
 		j.must(w.CreateRun(ctx, engine.NewRun{ID: "broken", FlowName: "journal"}))
-		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "ok-before", Type: engine.StepRun}))
+		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "ok-before", Type: vocab.StepRun}))
 		j.must(w.StartAttempt(ctx, "broken", "ok-before", "good"))
 		j.must(w.SucceedAttempt(ctx, "broken", "good", json.RawMessage(`1`)))
 		j.at(10_001)
 		j.must(w.StartAttempt(ctx, "broken", "ok-before", "bad"))
 		// A succeeded attempt without a result type.
 		l.Exec(t, `UPDATE flows_step_attempts SET state = 'succeeded', ended_at_ms = 5 WHERE run_id = 'broken' AND attempt_id = 'bad'`)
-		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "no-event", Type: engine.StepWait, EventName: "x"}))
+		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "no-event", Type: vocab.StepWait, EventName: "x"}))
 		// A wait step without an event name.
 		l.Exec(t, `UPDATE flows_steps SET event_name = NULL WHERE run_id = 'broken' AND step_id = 'no-event'`)
 		j.at(10_002)
-		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "claims", Type: engine.StepWait, EventName: "y"}))
+		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "claims", Type: vocab.StepWait, EventName: "y"}))
 		j.must(w.AddInboundEvent(ctx, engine.InboundEvent{ID: "timeless", RunID: "broken", Name: "y"}))
 		j.must(w.SatisfyWait(ctx, "broken", "claims", "timeless"))
 		// A claim without a time.
 		l.Exec(t, `UPDATE flows_inbound_events SET claimed_at_ms = NULL WHERE run_id = 'broken' AND event_id = 'timeless'`)
 		j.at(10_003)
-		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "ok-after", Type: engine.StepSleep, WakeAt: 1}))
+		j.must(w.AddStep(ctx, "broken", engine.Step{ID: "ok-after", Type: vocab.StepSleep, WakeAt: 1}))
 		j.must(w.ElapseSleep(ctx, "broken", "ok-after"))
-		j.must(w.AppendRunEvent(ctx, "broken", engine.EventCreated, ""))
+		j.must(w.AppendRunEvent(ctx, "broken", vocab.EventCreated, ""))
 		l.Exec(t, `INSERT INTO flows_run_events (run_id, seq, recorded_at_ms, type, cancellation_reason) VALUES ('broken', 1, 1, 'started', 'why')`)
 
 		p := j.stepPage("broken", 10, nil)

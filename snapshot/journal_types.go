@@ -2,31 +2,9 @@ package snapshot
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"strings"
+
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
-
-// StepType is the kind of a journal step, as the engine stores it.
-type StepType string
-
-// The kinds of step.
-const (
-	// StepRun runs code; its lifecycle is in its attempts.
-	StepRun StepType = "run"
-	// StepSleep waits until a wake time.
-	StepSleep StepType = "sleep"
-	// StepWait waits for an inbound event of a name, maybe until a timeout.
-	StepWait StepType = "wait"
-)
-
-// MarshalGQL writes t as the GraphQL enum value (upper case).
-func (t StepType) MarshalGQL(w io.Writer) { writeEnum(w, string(t)) }
-
-// UnmarshalGQL reads a GraphQL StepType enum value.
-func (t *StepType) UnmarshalGQL(v any) error {
-	return unmarshalEnum(v, "StepType", t, StepRun, StepSleep, StepWait)
-}
 
 // StepState is where a step stands. Sleep and wait steps store theirs; a
 // run step's is derived from its latest attempt by (start time, attempt
@@ -48,6 +26,9 @@ const (
 	StepTimedOut  StepState = "timed_out"
 )
 
+// StepStates are every state a step can be in.
+var StepStates = []StepState{StepPending, StepRunning, StepRetrying, StepSucceeded, StepFailed, StepWaiting, StepElapsed, StepSatisfied, StepTimedOut}
+
 // Resolved reports whether a step in state s is over: succeeded, failed for
 // good, elapsed, satisfied or timed out.
 func (s StepState) Resolved() bool {
@@ -56,97 +37,6 @@ func (s StepState) Resolved() bool {
 		return false
 	}
 	return true
-}
-
-// MarshalGQL writes s as the GraphQL enum value (upper case).
-func (s StepState) MarshalGQL(w io.Writer) { writeEnum(w, string(s)) }
-
-// UnmarshalGQL reads a GraphQL StepState enum value.
-func (s *StepState) UnmarshalGQL(v any) error {
-	return unmarshalEnum(v, "StepState", s, StepPending, StepRunning, StepRetrying, StepSucceeded,
-		StepFailed, StepWaiting, StepElapsed, StepSatisfied, StepTimedOut)
-}
-
-// AttemptState is where an attempt of a run step stands.
-type AttemptState string
-
-// The states of an attempt: started, then succeeded or failed.
-const (
-	AttemptStarted   AttemptState = "started"
-	AttemptSucceeded AttemptState = "succeeded"
-	AttemptFailed    AttemptState = "failed"
-)
-
-// MarshalGQL writes s as the GraphQL enum value (upper case).
-func (s AttemptState) MarshalGQL(w io.Writer) { writeEnum(w, string(s)) }
-
-// UnmarshalGQL reads a GraphQL AttemptState enum value.
-func (s *AttemptState) UnmarshalGQL(v any) error {
-	return unmarshalEnum(v, "AttemptState", s, AttemptStarted, AttemptSucceeded, AttemptFailed)
-}
-
-// ResultType says what a succeeded attempt returned: a JSON value (which
-// may be JSON null) or nothing at all. The two differ for the flow that
-// replays the step, so they stay apart all the way to the client.
-type ResultType string
-
-// The result types.
-const (
-	ResultJSON ResultType = "json"
-	ResultNone ResultType = "none"
-)
-
-// MarshalGQL writes t as the GraphQL enum value (upper case).
-func (t ResultType) MarshalGQL(w io.Writer) { writeEnum(w, string(t)) }
-
-// UnmarshalGQL reads a GraphQL ResultType enum value.
-func (t *ResultType) UnmarshalGQL(v any) error {
-	return unmarshalEnum(v, "ResultType", t, ResultJSON, ResultNone)
-}
-
-// RunEventType is the type of an entry of a run's lifecycle log.
-type RunEventType string
-
-// The lifecycle events.
-const (
-	RunCreated   RunEventType = "created"
-	RunStarted   RunEventType = "started"
-	RunPaused    RunEventType = "paused"
-	RunResumed   RunEventType = "resumed"
-	RunCompleted RunEventType = "completed"
-	RunFailed    RunEventType = "failed"
-	RunCancelled RunEventType = "cancelled"
-)
-
-var runEventTypes = []RunEventType{RunCreated, RunStarted, RunPaused, RunResumed, RunCompleted, RunFailed, RunCancelled}
-
-// MarshalGQL writes t as the GraphQL enum value (upper case).
-func (t RunEventType) MarshalGQL(w io.Writer) { writeEnum(w, string(t)) }
-
-// UnmarshalGQL reads a GraphQL RunEventType enum value.
-func (t *RunEventType) UnmarshalGQL(v any) error {
-	return unmarshalEnum(v, "RunEventType", t, runEventTypes...)
-}
-
-// unmarshalEnum sets *dst to the value of values whose upper-case spelling
-// v is.
-func unmarshalEnum[T ~string](v any, name string, dst *T, values ...T) error {
-	str, ok := v.(string)
-	if ok && str == strings.ToUpper(str) {
-		for _, want := range values {
-			if strings.ToUpper(string(want)) == str {
-				*dst = want
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("%v is not a %s", v, name)
-}
-
-// Finished reports whether a run in status s is over: completed, failed or
-// cancelled. A finished run is blocked on no step.
-func (s Status) Finished() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
 }
 
 // StepKey names a step: steps are keyed by run.
@@ -166,7 +56,7 @@ type Step interface {
 type StepBase struct {
 	RunID string
 	ID    string
-	Type  StepType
+	Type  vocab.StepType
 	State StepState
 	// CreatedAt is when the step was added to the journal; steps are
 	// listed by (CreatedAt, ID).
@@ -227,13 +117,13 @@ type Attempt struct {
 	// Number is the attempt's place among its step's attempts by (start
 	// time, attempt id), from 1.
 	Number    int64
-	State     AttemptState
+	State     vocab.AttemptState
 	StartedAt Millis
 	EndedAt   *Millis
 	// ResultType is set exactly when the attempt succeeded; Result holds
 	// the returned JSON when it is ResultJSON (the text null for a
 	// returned null) and is nil otherwise.
-	ResultType *ResultType
+	ResultType *vocab.ResultType
 	Result     json.RawMessage
 	// ErrorName and ErrorMessage say how a failed attempt failed;
 	// ErrorMessage is set exactly when it failed.
@@ -265,7 +155,7 @@ type InboundEvent struct {
 type RunEvent struct {
 	RunID      string
 	Seq        int64
-	Type       RunEventType
+	Type       vocab.RunEventType
 	RecordedAt Millis
 	// CancellationReason is set only on a cancelled entry, and not always
 	// there.

@@ -6,29 +6,28 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // RunFilter selects runs (SPEC §5). Fields combine with AND, the values of a
 // list with OR; a nil field does not filter. An empty list, or a created
 // range that is empty, selects nothing.
 type RunFilter struct {
-	Status            []Status
+	Status            []vocab.Status
 	FlowName          *string
 	ParentRunID       *string
 	ExecutionParentID *string
 	// LineageID selects every round of a lineage, round 0 included.
 	LineageID     *string
 	WaitingReason *string
-	WaitingKind   []WaitingKind
+	WaitingKind   []vocab.WaitingKind
 	// CreatedAfter and CreatedBefore bound created_at_ms to [after, before).
 	CreatedAfter  *Millis
 	CreatedBefore *Millis
@@ -51,19 +50,6 @@ const (
 	NewestFirst RunOrder = "NEWEST_FIRST"
 	OldestFirst RunOrder = "OLDEST_FIRST"
 )
-
-// MarshalGQL writes o as its GraphQL enum value.
-func (o RunOrder) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(string(o))) }
-
-// UnmarshalGQL reads a GraphQL RunOrder enum value.
-func (o *RunOrder) UnmarshalGQL(v any) error {
-	switch s, _ := v.(string); RunOrder(s) {
-	case NewestFirst, OldestFirst:
-		*o = RunOrder(s)
-		return nil
-	}
-	return fmt.Errorf("%v is not a RunOrder", v)
-}
 
 // ListRequest asks for one page of runs by filter.
 type ListRequest struct {
@@ -124,7 +110,7 @@ func (f RunFilter) check() error {
 		v    *string
 	}{{"parentRunId", f.ParentRunID}, {"executionParentId", f.ExecutionParentID}, {"lineageId", f.LineageID}} {
 		if id.v != nil {
-			if err := CheckID(*id.v); err != nil {
+			if err := vocab.CheckID("an id", *id.v); err != nil {
 				return fmt.Errorf("filter %s: %w", id.name, err)
 			}
 		}

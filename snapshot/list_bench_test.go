@@ -10,6 +10,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // benchListRuns is the size of the store BenchmarkListRuns seeds:
@@ -65,14 +66,14 @@ func BenchmarkListRuns(b *testing.B) {
 		filter snapshot.RunFilter
 	}{
 		{"none", snapshot.RunFilter{}},
-		{"status", snapshot.RunFilter{Status: []snapshot.Status{snapshot.StatusCompleted}}},
+		{"status", snapshot.RunFilter{Status: []vocab.Status{vocab.StatusCompleted}}},
 		{"flowName", snapshot.RunFilter{FlowName: &flow}},
-		{"statusAndFlowName", snapshot.RunFilter{FlowName: &flow, Status: []snapshot.Status{snapshot.StatusCompleted}}},
+		{"statusAndFlowName", snapshot.RunFilter{FlowName: &flow, Status: []vocab.Status{vocab.StatusCompleted}}},
 		{"parentRunId", snapshot.RunFilter{ParentRunID: &parent}},
 		{"executionParentId", snapshot.RunFilter{ExecutionParentID: &execParent}},
 		{"lineageId", snapshot.RunFilter{LineageID: &lineage}},
 		{"waitingReason", snapshot.RunFilter{WaitingReason: ptr("approval")}},
-		{"waitingKind", snapshot.RunFilter{WaitingKind: []snapshot.WaitingKind{snapshot.WaitingTimer}}},
+		{"waitingKind", snapshot.RunFilter{WaitingKind: []vocab.WaitingKind{vocab.WaitingTimer}}},
 		{"createdAfter", snapshot.RunFilter{CreatedAfter: &after}},
 		{"rootsOnly", snapshot.RunFilter{RootsOnly: ptr(true)}},
 		{"cancelRequested", snapshot.RunFilter{CancelRequested: ptr(true)}},
@@ -143,7 +144,7 @@ func BenchmarkChanges(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					rows, err := tx.Query(ctx, `SELECT run_id, revision, deleted FROM flows_run_changes WHERE revision > $1 AND revision <= $2 ORDER BY revision LIMIT $3`, since, snapshot.MaxSafe, 1001)
+					rows, err := tx.Query(ctx, `SELECT run_id, revision, deleted FROM flows_run_changes WHERE revision > $1 AND revision <= $2 ORDER BY revision LIMIT $3`, since, vocab.MaxSafe, 1001)
 					if err != nil {
 						b.Fatal(err)
 					}

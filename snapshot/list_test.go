@@ -16,6 +16,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // listFixture is a seeded store with a few runs created at one instant, so
@@ -84,7 +85,7 @@ func (f *fixture) runIDs(t *testing.T, query string) []string {
 func matches(f snapshot.RunFilter, r *snapshot.Run) bool {
 	eq := func(want *string, got *string) bool { return want == nil || (got != nil && *got == *want) }
 	var reason *string
-	var kind snapshot.WaitingKind
+	var kind vocab.WaitingKind
 	if r.Waiting != nil {
 		reason, kind = &r.Waiting.Reason, r.Waiting.Kind
 	}
@@ -99,7 +100,7 @@ func matches(f snapshot.RunFilter, r *snapshot.Run) bool {
 		(f.CreatedBefore == nil || r.CreatedAt < *f.CreatedBefore) &&
 		(f.RootsOnly == nil || !*f.RootsOnly || r.ExecutionParentID == nil) &&
 		(f.CancelRequested == nil || *f.CancelRequested == pending) &&
-		(f.HeartbeatBefore == nil || (r.Status == snapshot.StatusRunning && r.HeartbeatAt != nil && *r.HeartbeatAt < *f.HeartbeatBefore))
+		(f.HeartbeatBefore == nil || (r.Status == vocab.StatusRunning && r.HeartbeatAt != nil && *r.HeartbeatAt < *f.HeartbeatBefore))
 }
 
 func expected(all []*snapshot.Run, f snapshot.RunFilter, order snapshot.RunOrder) []string {
@@ -176,16 +177,16 @@ func listFilters(t *testing.T, all []*snapshot.Run) map[string]snapshot.RunFilte
 	stale := beats[len(beats)/2]
 	return map[string]snapshot.RunFilter{
 		"no filter":                   {},
-		"status FAILED":               {Status: []snapshot.Status{snapshot.StatusFailed}},
-		"status RUNNING or SUSPENDED": {Status: []snapshot.Status{snapshot.StatusSuspended, snapshot.StatusRunning, snapshot.StatusSuspended}},
+		"status FAILED":               {Status: []vocab.Status{vocab.StatusFailed}},
+		"status RUNNING or SUSPENDED": {Status: []vocab.Status{vocab.StatusSuspended, vocab.StatusRunning, vocab.StatusSuspended}},
 		"flowName":                    {FlowName: &flow},
-		"flowName and status":         {FlowName: &flow, Status: []snapshot.Status{snapshot.StatusCompleted}},
+		"flowName and status":         {FlowName: &flow, Status: []vocab.Status{vocab.StatusCompleted}},
 		"parentRunId":                 {ParentRunID: &parent},
 		"executionParentId":           {ExecutionParentID: &execParent},
 		"lineageId":                   {LineageID: &lineage},
 		"waitingReason":               {WaitingReason: &reason},
-		"waitingKind SIGNAL or OTHER": {WaitingKind: []snapshot.WaitingKind{snapshot.WaitingSignal, snapshot.WaitingOther}},
-		"waitingKind TIMER":           {WaitingKind: []snapshot.WaitingKind{snapshot.WaitingTimer}},
+		"waitingKind SIGNAL or OTHER": {WaitingKind: []vocab.WaitingKind{vocab.WaitingSignal, vocab.WaitingOther}},
+		"waitingKind TIMER":           {WaitingKind: []vocab.WaitingKind{vocab.WaitingTimer}},
 		"createdAfter":                {CreatedAfter: &lo},
 		"createdBefore":               {CreatedBefore: &hi},
 		"a created range":             {CreatedAfter: &lo, CreatedBefore: &hi},
@@ -195,7 +196,7 @@ func listFilters(t *testing.T, all []*snapshot.Run) map[string]snapshot.RunFilte
 		"cancelRequested false":       {CancelRequested: ptr(false)},
 		"heartbeatBefore":             {HeartbeatBefore: &stale},
 		"heartbeatBefore and flow":    {HeartbeatBefore: &stale, FlowName: &flow},
-		"an empty status list":        {Status: []snapshot.Status{}},
+		"an empty status list":        {Status: []vocab.Status{}},
 		"an unknown flow":             {FlowName: ptr("no such flow")},
 		"an empty created range":      {CreatedAfter: &hi, CreatedBefore: &lo},
 	}
@@ -253,7 +254,7 @@ func TestListRunsRefusals(t *testing.T) {
 		t.Parallel()
 		f := listFixture(t, d, 60)
 		ctx := context.Background()
-		failed := snapshot.RunFilter{Status: []snapshot.Status{snapshot.StatusFailed, snapshot.StatusCompleted}}
+		failed := snapshot.RunFilter{Status: []vocab.Status{vocab.StatusFailed, vocab.StatusCompleted}}
 		p, err := f.r.ListRuns(ctx, snapshot.ListRequest{Filter: failed, First: ptr(2)})
 		if err != nil || p.PageInfo.EndCursor == nil {
 			t.Fatalf("first page: %+v, %v", p, err)
@@ -266,7 +267,7 @@ func TestListRunsRefusals(t *testing.T) {
 			code fault.Code
 			says string
 		}{
-			{"a cursor of another filter", snapshot.ListRequest{Filter: snapshot.RunFilter{Status: []snapshot.Status{snapshot.StatusFailed}}, After: &c}, fault.BadCursor, "another filter or order"},
+			{"a cursor of another filter", snapshot.ListRequest{Filter: snapshot.RunFilter{Status: []vocab.Status{vocab.StatusFailed}}, After: &c}, fault.BadCursor, "another filter or order"},
 			{"a cursor of the other order", snapshot.ListRequest{Filter: failed, Order: snapshot.OldestFirst, After: &c}, fault.BadCursor, "another filter or order"},
 			{"a cursor of another store", snapshot.ListRequest{Filter: failed, After: ptr(cursor.Encode(cursor.Cursor{Source: other, Anchor: snapshot.ListDigest(snapshot.ListRequest{Filter: failed}), Kind: cursor.List, Ordinal: 1, Last: "x"}))}, fault.BadCursor, "another store"},
 			{"a children cursor", snapshot.ListRequest{After: ptr(childrenCursor(f.storePosition(t).Source, "x", 0, "y"))}, fault.BadCursor, "not list"},
@@ -283,7 +284,7 @@ func TestListRunsRefusals(t *testing.T) {
 			})
 		}
 		t.Run("the same filter spelled another way continues the list", func(t *testing.T) {
-			same := snapshot.RunFilter{Status: []snapshot.Status{snapshot.StatusCompleted, snapshot.StatusFailed, snapshot.StatusFailed}, RootsOnly: ptr(false)}
+			same := snapshot.RunFilter{Status: []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed, vocab.StatusFailed}, RootsOnly: ptr(false)}
 			if _, err := f.r.ListRuns(ctx, snapshot.ListRequest{Filter: same, After: &c}); err != nil {
 				t.Fatal(err)
 			}

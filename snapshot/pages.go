@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // Page sizes of related pages (SPEC §2.3).
@@ -175,7 +176,7 @@ func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageR
 	for i, req := range reqs {
 		size, err := pageSize(req.First)
 		if err == nil {
-			err = CheckID(req.Anchor)
+			err = vocab.CheckID("an id", req.Anchor)
 		}
 		w := pageWant{req: i, key: key(req), size: size, after: cursor.Cursor{Ordinal: -1}}
 		if err == nil && req.After != nil {

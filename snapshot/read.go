@@ -7,12 +7,12 @@ import (
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // Reader reads snapshots of one engine store. It is safe for concurrent use.
 type Reader struct {
-	db   *store.DB
-	gate *walGate
+	db *store.DB
 	// replicas, when set, are where reads go (see UseReplicas).
 	replicas *replicaSet
 	// OnRead, when set, is called after each read transaction ends with how
@@ -23,15 +23,8 @@ type Reader struct {
 	source   string // the source of the first position read
 }
 
-// NewReader returns a Reader of db. On SQLite it also guards the engine's
-// WAL against checkpoint starvation (see walGate).
-func NewReader(db *store.DB) *Reader {
-	r := &Reader{db: db}
-	if db.Dialect() == store.SQLite {
-		r.gate = newWALGate(db)
-	}
-	return r
-}
+// NewReader returns a Reader of db.
+func NewReader(db *store.DB) *Reader { return &Reader{db: db} }
 
 // DB returns the store the reader reads.
 func (r *Reader) DB() *store.DB { return r.db }
@@ -48,7 +41,6 @@ type Read struct {
 	mu         sync.Mutex
 	tx         store.Tx
 	opened     time.Time
-	release    func()
 	pos        Position
 	err        error
 	ended      bool
@@ -83,9 +75,6 @@ func (rd *Read) End() {
 	defer cancel()
 	err := rd.tx.Rollback(ctx)
 	rd.tx = nil
-	if rd.release != nil {
-		rd.release()
-	}
 	if rd.r.OnRead != nil {
 		rd.r.OnRead(time.Since(rd.opened), err)
 	}
@@ -149,19 +138,8 @@ func (rd *Read) open(ctx context.Context, first string, args []any) (store.Rows,
 }
 
 func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows, error) {
-	if rd.r.gate != nil {
-		release, err := rd.r.gate.enter(ctx)
-		if err != nil {
-			return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
-		}
-		rd.release = release
-	}
 	tx, pos, rows, err := rd.r.beginWith(ctx, rd.min, first, args)
 	if err != nil {
-		if rd.release != nil {
-			rd.release()
-			rd.release = nil
-		}
 		switch {
 		case err == store.ErrNoRows:
 			return nil, fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
@@ -251,7 +229,7 @@ func scanPosition(ctx context.Context, tx store.Tx) (Position, error) {
 
 // checkPosition decodes the position row.
 func checkPosition(src string, rev int64) (Position, error) {
-	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > MaxSafe {
+	if len(src) != 32 || !isLowerHex(src) || rev < 0 || rev > vocab.MaxSafe {
 		return Position{}, fault.Errorf(fault.DecodeFailed, "the store's position row is malformed")
 	}
 	return Position{Source: src, Revision: rev}, nil

@@ -85,7 +85,7 @@ func TestAPanicInsideAReadStillReleasesItsTransaction(t *testing.T) {
 }
 
 // released waits briefly for every read connection of db to be back in its
-// pool and r's WAL gate to count no open read.
+// pool and its WAL gate to count no open read.
 func released(db *store.DB, r *Reader) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -95,12 +95,7 @@ func released(db *store.DB, r *Reader) error {
 		} else {
 			inUse = int(db.Pool().Stat().AcquiredConns())
 		}
-		active := 0
-		if r.gate != nil {
-			r.gate.mu.Lock()
-			active = r.gate.active
-			r.gate.mu.Unlock()
-		}
+		active, _ := db.WALGate()
 		if inUse == 0 && active == 0 {
 			return nil
 		}

@@ -2,55 +2,13 @@ package snapshot
 
 import (
 	"context"
-	"fmt"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // MaxBatch is the most run ids one batch read takes.
 const MaxBatch = 200
-
-// MaxIDLength is the most UTF-16 code units an identifier may have: what a
-// JavaScript client counts as its length.
-const MaxIDLength = 1024
-
-// CheckID returns a BAD_USER_INPUT error when id is not a valid identifier:
-// non-empty, valid UTF-8, no NUL, at most MaxIDLength UTF-16 code units.
-func CheckID(id string) error {
-	switch {
-	case id == "":
-		return fault.Errorf(fault.BadUserInput, "an id must not be empty")
-	case !utf8.ValidString(id):
-		return fault.Errorf(fault.BadUserInput, "an id must be valid Unicode")
-	}
-	units := 0
-	for _, c := range id {
-		if c == 0 {
-			return fault.Errorf(fault.BadUserInput, "an id must not contain NUL")
-		}
-		units += utf16.RuneLen(c)
-	}
-	if units > MaxIDLength {
-		return fault.Errorf(fault.BadUserInput, "an id must have at most %d characters, this one has %d", MaxIDLength, units)
-	}
-	return nil
-}
-
-// Quote returns id quoted for a message, cut short when long so that a
-// message stays readable whatever a client sent.
-func Quote(id string) string {
-	const max = 64
-	if len(id) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(id[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q…", id[:cut])
-	}
-	return fmt.Sprintf("%q", id)
-}
 
 // Runs reads the snapshots of ids in the read carried by ctx: one Result per
 // id, in request order, duplicates answered in place. It fails as a whole
@@ -95,7 +53,7 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	distinct := make([]string, 0, len(ids))
 	repeats := false
 	for i, id := range ids {
-		if err := CheckID(id); err != nil {
+		if err := vocab.CheckID("an id", id); err != nil {
 			out[i].Err = err
 			continue
 		}

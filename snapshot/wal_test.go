@@ -73,10 +73,15 @@ type walResult struct {
 
 func walUnderLoad(t *testing.T, duration time.Duration, gated bool, subscribers int) walResult {
 	f := newFixture(t, store.SQLite)
-	if !gated {
-		snapshot.WithoutWALGate(f.r)
-	}
 	ctx := context.Background()
+	if !gated {
+		ro, err := store.Open(ctx, f.dsn, store.Options{ReadOnly: true, NoWALGate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ro.Close)
+		f.ro, f.r = ro, snapshot.NewReader(ro)
+	}
 	if _, err := engine.Seed(ctx, f.db, engine.SeedOptions{Runs: 2000, Seed: 7}); err != nil {
 		t.Fatalf("seeding: %v", err)
 	}
@@ -202,7 +207,7 @@ func walUnderLoad(t *testing.T, duration time.Duration, gated bool, subscribers 
 	wg.Wait()
 
 	noOpenReads(t, f.ro)
-	active, drains := snapshot.WALGateState(f.r)
+	active, drains := f.ro.WALGate()
 	if active != 0 {
 		t.Fatalf("the WAL gate counts %d reads as open", active)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"path"
@@ -71,4 +72,34 @@ func LadderVersion() int { return theLadder.version }
 // MigrateTo migrates db up to version only, as an older flowsnap would.
 func MigrateTo(ctx context.Context, db *DB, version int) (from, to int, err error) {
 	return db.climb(ctx, theLadder, version)
+}
+
+// WALGateLook makes db's WAL gate look at the WAL now, as a read entering
+// it would once its interval has passed, and returns how many drains it has
+// started.
+func WALGateLook(db *DB) int {
+	db.gate.mu.Lock()
+	defer db.gate.mu.Unlock()
+	db.gate.look()
+	return db.gate.drains
+}
+
+// WALGateThreshold is the WAL content size above which db's gate drains.
+func WALGateThreshold(db *DB) int64 { return db.gate.threshold }
+
+// WALStamp returns the stamp of the WAL at path, which changes at every
+// reset.
+func WALStamp(path string) [8]byte {
+	s, _, _ := walStamp(path)
+	return s
+}
+
+// BeginUngatedRead opens a read on db's reader pool past its WAL gate, as
+// a reader of the file in another process would.
+func BeginUngatedRead(ctx context.Context, db *DB) (Tx, error) {
+	tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	return &sqlTx{tx: tx}, nil
 }

@@ -22,7 +22,7 @@ func (d Dialect) FlowNameExpr() string {
 	return `json_extract(state_json, '$.flowName')`
 }
 
-// WaitingKindExpr is the expression of a run's waiting kind (SPEC §1.2),
+// WaitingKindExpr is the expression of a run's waiting kind (vocab.KindOf),
 // as flows_runs_by_waiting_kind indexes it: timer, approval, quota and
 // human are kinds of their own, event and signal are signal, any other
 // reason is other, and no reason is NULL. Both dialects accept it verbatim.

@@ -59,6 +59,10 @@ type Options struct {
 	// Lazy skips the check that a PostgreSQL database answers: a replica
 	// that is down when flowsnap starts is then read once it comes up.
 	Lazy bool
+	// NoWALGate turns off, on SQLite, the pause of new reads that lets the
+	// engine's checkpoints reset a WAL that overlapping reads would keep
+	// growing (see walGate). Only for measuring what the gate prevents.
+	NoWALGate bool
 }
 
 // DB is an open engine store. It is safe for concurrent use.
@@ -81,6 +85,9 @@ type DB struct {
 	pool *pgxpool.Pool
 	// where names the database for messages without revealing credentials.
 	where string
+	// gate, on SQLite, holds new reads back while the WAL needs a reset
+	// (see walGate); nil without one.
+	gate *walGate
 }
 
 // Open opens the store named by dsn: a SQLite path or file: URI, or a
@@ -233,6 +240,9 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("opening %s: the file does not exist", where)
 	}
 	db.readStmts = newStmtCache(db.reader)
+	if !opts.NoWALGate {
+		db.gate = newWALGate(path)
+	}
 	db.reader.SetMaxOpenConns(opts.MaxReaders)
 	db.reader.SetMaxIdleConns(opts.MaxReaders)
 	if err := db.reader.PingContext(ctx); err != nil {
@@ -305,12 +315,32 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 		if err := db.sameFile(); err != nil {
 			return nil, err
 		}
+		release := func() {}
+		if db.gate != nil {
+			var err error
+			if release, err = db.gate.enter(ctx); err != nil {
+				return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
+			}
+		}
 		tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
+			release()
 			return nil, db.persistence(withContext(ctx, err), "beginning a read")
 		}
-		return &sqlTx{tx: tx, stmts: db.readStmts}, nil
+		return &sqlTx{tx: tx, stmts: db.readStmts, release: release}, nil
 	}
+}
+
+// WALGate reports how many read transactions the SQLite WAL gate counts as
+// open and how many drains it has started; zeros on PostgreSQL or without
+// a gate.
+func (db *DB) WALGate() (open, drains int) {
+	if db.gate == nil {
+		return 0, 0
+	}
+	db.gate.mu.Lock()
+	defer db.gate.mu.Unlock()
+	return db.gate.active, db.gate.drains
 }
 
 // readBusyTimeout is the SQLite busy timeout of read connections: longer

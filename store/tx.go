@@ -82,6 +82,9 @@ func (r pgRow) Scan(dest ...any) error {
 type sqlTx struct {
 	tx    *sql.Tx
 	stmts *stmtCache // nil: statements are not cached
+	// release, for a read, tells the WAL gate the read has ended; nil once
+	// it has been told, and for a write.
+	release func()
 }
 
 // stmtCache holds prepared statements by SQL text. database/sql prepares a
@@ -185,14 +188,26 @@ func (t *sqlTx) QueryRow(ctx context.Context, q string, args ...any) Row {
 	return sqlRow{ctx, t.tx.QueryRowContext(ctx, q, args...)}
 }
 
-func (t *sqlTx) Commit(context.Context) error { return t.tx.Commit() }
+func (t *sqlTx) Commit(context.Context) error {
+	defer t.ended()
+	return t.tx.Commit()
+}
 
 func (t *sqlTx) Rollback(context.Context) error {
+	defer t.ended()
 	err := t.tx.Rollback()
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil
 	}
 	return err
+}
+
+// ended releases the transaction's place in the WAL gate, once.
+func (t *sqlTx) ended() {
+	if t.release != nil {
+		t.release()
+		t.release = nil
+	}
 }
 
 type sqlRows struct{ *sql.Rows }

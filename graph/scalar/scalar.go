@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 const dateTimeLayout = "2006-01-02T15:04:05.000Z"
@@ -44,14 +45,14 @@ func UnmarshalDateTime(v any) (snapshot.Millis, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, fmt.Errorf("DateTime %s is not RFC 3339 (e.g. 2026-11-30T03:06:42.123Z)", snapshot.Quote(s))
+		return 0, fmt.Errorf("DateTime %s is not RFC 3339 (e.g. 2026-11-30T03:06:42.123Z)", vocab.Quote(s))
 	}
 	if t.Nanosecond()%int(time.Millisecond) != 0 {
-		return 0, fmt.Errorf("DateTime %s is more precise than a millisecond", snapshot.Quote(s))
+		return 0, fmt.Errorf("DateTime %s is more precise than a millisecond", vocab.Quote(s))
 	}
 	ms := t.UnixMilli()
-	if ms < 0 || ms > snapshot.MaxSafe {
-		return 0, fmt.Errorf("DateTime %s is outside 1970-01-01 .. 2^53-1 ms", snapshot.Quote(s))
+	if ms < 0 || ms > vocab.MaxSafe {
+		return 0, fmt.Errorf("DateTime %s is outside 1970-01-01 .. 2^53-1 ms", vocab.Quote(s))
 	}
 	return snapshot.Millis(ms), nil
 }
@@ -78,27 +79,27 @@ func UnmarshalSafeInt(v any) (int64, error) {
 	case json.Number:
 		i, err := x.Int64()
 		if err != nil {
-			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %s", snapshot.Quote(x.String()))
+			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %s", vocab.Quote(x.String()))
 		}
 		n = i
 	case float64:
 		if x != math.Trunc(x) || math.IsInf(x, 0) {
 			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %v", x)
 		}
-		if math.Abs(x) > snapshot.MaxSafe {
+		if math.Abs(x) > vocab.MaxSafe {
 			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %v", x)
 		}
 		n = int64(x)
 	case string:
 		i, err := strconv.ParseInt(x, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %s", snapshot.Quote(x))
+			return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %s", vocab.Quote(x))
 		}
 		n = i
 	default:
 		return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %T", v)
 	}
-	if n < 0 || n > snapshot.MaxSafe {
+	if n < 0 || n > vocab.MaxSafe {
 		return 0, fmt.Errorf("SafeInt must be an integer in 0..2^53-1, got %d", n)
 	}
 	return n, nil

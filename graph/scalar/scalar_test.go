@@ -3,9 +3,11 @@ package scalar
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 func TestDateTime(t *testing.T) {
@@ -33,16 +35,16 @@ func TestDateTime(t *testing.T) {
 
 func TestSafeInt(t *testing.T) {
 	var b bytes.Buffer
-	MarshalSafeInt(snapshot.MaxSafe).MarshalGQL(&b)
+	MarshalSafeInt(vocab.MaxSafe).MarshalGQL(&b)
 	if b.String() != "9007199254740991" {
 		t.Fatalf("marshalled %s", b.String())
 	}
-	for _, in := range []any{int64(0), int64(snapshot.MaxSafe), json.Number("42"), float64(7), "12"} {
+	for _, in := range []any{int64(0), int64(vocab.MaxSafe), json.Number("42"), float64(7), "12"} {
 		if _, err := UnmarshalSafeInt(in); err != nil {
 			t.Errorf("UnmarshalSafeInt(%v): %v", in, err)
 		}
 	}
-	for _, in := range []any{int64(-1), int64(snapshot.MaxSafe + 1), json.Number("1.5"), float64(1.5), "x", true, nil} {
+	for _, in := range []any{int64(-1), int64(vocab.MaxSafe + 1), json.Number("1.5"), float64(1.5), "x", true, nil} {
 		if _, err := UnmarshalSafeInt(in); err == nil {
 			t.Errorf("UnmarshalSafeInt(%v) accepted it", in)
 		}
@@ -64,5 +66,35 @@ func TestJSONPassesThroughUnchanged(t *testing.T) {
 	got, err := UnmarshalJSON(map[string]any{"k": []any{1.0, "v"}})
 	if err != nil || string(got) != `{"k":[1,"v"]}` {
 		t.Fatalf("UnmarshalJSON = %s, %v", got, err)
+	}
+}
+
+func TestEnumsAreSpelledInUpperCase(t *testing.T) {
+	for _, c := range []struct {
+		m    interface{ MarshalGQL(io.Writer) }
+		want string
+	}{
+		{MarshalRunStatus(vocab.StatusRunning), `"RUNNING"`},
+		{MarshalStepState(snapshot.StepTimedOut), `"TIMED_OUT"`},
+		{MarshalResultType(vocab.ResultJSON), `"JSON"`},
+		{MarshalRunEventType("unheard_of"), `"UNHEARD_OF"`},
+		{MarshalRunOrder(snapshot.OldestFirst), `"OLDEST_FIRST"`},
+	} {
+		var b bytes.Buffer
+		c.m.MarshalGQL(&b)
+		if b.String() != c.want {
+			t.Errorf("marshalled %s, want %s", b.String(), c.want)
+		}
+	}
+	if s, err := UnmarshalStepState("TIMED_OUT"); err != nil || s != snapshot.StepTimedOut {
+		t.Errorf("UnmarshalStepState(TIMED_OUT) = %q, %v", s, err)
+	}
+	for _, in := range []any{"timed_out", "Running", "ASLEEP", 3, nil} {
+		if _, err := UnmarshalRunStatus(in); err == nil {
+			t.Errorf("UnmarshalRunStatus(%v) accepted it", in)
+		}
+	}
+	if _, err := UnmarshalRunOrder("SIDEWAYS"); err == nil {
+		t.Error("UnmarshalRunOrder(SIDEWAYS) accepted it")
 	}
 }

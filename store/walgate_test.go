@@ -1,4 +1,4 @@
-package snapshot
+package store_test
 
 import (
 	"context"
@@ -20,11 +20,9 @@ import (
 func TestTheWALGateDrainsAWALRefilledWithoutAReset(t *testing.T) {
 	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
-	r := NewReader(db)
-	g := r.gate
 	ctx := context.Background()
 	walPath := db.SQLitePath() + "-wal"
-	if _, err := db.BeginRead(ctx); err != nil { // warms the reader pool
+	if _, err := store.BeginUngatedRead(ctx, db); err != nil { // warms the reader pool
 		t.Fatal(err)
 	}
 	pad := strings.Repeat("x", 3000)
@@ -51,23 +49,23 @@ func TestTheWALGateDrainsAWALRefilledWithoutAReset(t *testing.T) {
 
 	// Grow the WAL to three times the threshold while a read outside the
 	// gate keeps it from being reset.
-	pin, err := db.BeginRead(ctx)
+	pin, err := store.BeginUngatedRead(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rev int64
 	var src string
-	if err := pin.QueryRow(ctx, selectPosition).Scan(&src, &rev); err != nil {
+	if err := pin.QueryRow(ctx, `SELECT source, revision FROM flows_run_source`).Scan(&src, &rev); err != nil {
 		t.Fatal(err)
 	}
-	for fileSize() < 3*g.threshold {
+	for fileSize() < 3*store.WALGateThreshold(db) {
 		write()
 	}
 	pin.Rollback(ctx)
 	// Write on until the engine has reset it.
-	before, _, _ := walStamp(walPath)
+	before := store.WALStamp(walPath)
 	for i := 0; ; i++ {
-		if s, _, _ := walStamp(walPath); s != before {
+		if store.WALStamp(walPath) != before {
 			break
 		}
 		if i > 10000 {
@@ -79,22 +77,21 @@ func TestTheWALGateDrainsAWALRefilledWithoutAReset(t *testing.T) {
 
 	// Refill it past the threshold, within its old extent, while a read
 	// through the gate is open, looking as reads entering the gate would.
-	rctx, rd := r.Begin(ctx)
-	defer rd.End()
-	if _, err := r.Position(rctx); err != nil {
+	rd, err := db.BeginRead(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	reset, _, _ := walStamp(walPath)
+	defer rd.Rollback(ctx)
+	if err := rd.QueryRow(ctx, `SELECT source, revision FROM flows_run_source`).Scan(&src, &rev); err != nil {
+		t.Fatal(err)
+	}
+	reset := store.WALStamp(walPath)
 	for i := 0; ; i++ {
 		write()
-		if s, _, _ := walStamp(walPath); s != reset || fileSize() > extent {
+		if store.WALStamp(walPath) != reset || fileSize() > extent {
 			t.Fatalf("the WAL was refilled to its old extent of %d bytes (%d writes) without a drain", extent, i)
 		}
-		g.mu.Lock()
-		g.look()
-		drains := g.drains
-		g.mu.Unlock()
-		if drains > 0 {
+		if store.WALGateLook(db) > 0 {
 			break
 		}
 	}

@@ -1,4 +1,4 @@
-package snapshot
+package store
 
 import (
 	"bytes"
@@ -7,12 +7,10 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/flowsnap/flowsnap/store"
 )
 
-// walGate keeps flowsnap's reads from starving the engine's WAL checkpoints
-// on SQLite. The engine's checkpoint can only reset the WAL (start writing
+// walGate keeps the read transactions of a SQLite store (BeginRead) from
+// starving the engine's WAL checkpoints. The engine's checkpoint can only reset the WAL (start writing
 // it from the beginning again) at a moment when no read transaction still
 // needs frames of it; with reads that always overlap, that moment never
 // comes and the WAL grows without bound. The gate watches the WAL file and,
@@ -46,9 +44,9 @@ type walGate struct {
 	drains    int
 }
 
-func newWALGate(db *store.DB) *walGate {
+func newWALGate(path string) *walGate {
 	return &walGate{
-		walPath:   db.SQLitePath() + "-wal",
+		walPath:   path + "-wal",
 		threshold: 4 << 20,
 		interval:  500 * time.Millisecond,
 		hold:      250 * time.Millisecond,
