@@ -175,10 +175,7 @@ const sqlInsertEdge = `INSERT INTO flows_run_parents (parent_id, child_id, seq) 
 // It fails when the id is taken by a live run; a deleted id may be reused,
 // and gets a newer revision than its tombstone.
 func (t *Tx) CreateRun(ctx context.Context, r NewRun) error {
-	if err := vocab.CheckID("run id", r.ID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("flow name", r.FlowName); err != nil {
+	if err := firstError(vocab.CheckID("run id", r.ID), vocab.CheckID("flow name", r.FlowName)); err != nil {
 		return err
 	}
 	if r.CreatedAt == 0 {
@@ -196,10 +193,10 @@ func (t *Tx) CreateRun(ctx context.Context, r NewRun) error {
 	case r.Round != nil && len(r.Parents) > 0:
 		return badRun(r.ID, "run %q cannot be both a child and a round of a lineage", r.ID)
 	case r.Round != nil:
-		if err := vocab.CheckID("lineage id", r.Round.LineageID); err != nil {
-			return err
-		}
-		if err := vocab.CheckID("previous round id", r.Round.Previous); err != nil {
+		if err := firstError(
+			vocab.CheckID("lineage id", r.Round.LineageID),
+			vocab.CheckID("previous round id", r.Round.Previous),
+		); err != nil {
 			return err
 		}
 		if r.Round.Ordinal < 1 || r.Round.Ordinal > vocab.MaxSafe {
@@ -272,10 +269,7 @@ WHERE run_id = $1 AND status = 'pending'`
 
 // Start hands a pending run to owner, which runs it from now on.
 func (t *Tx) Start(ctx context.Context, runID string, owner vocab.Owner) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := checkOwner("owner", owner); err != nil {
+	if err := firstError(checkRun(runID), checkOwner("owner", owner)); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "start", "a pending run", sqlStart, runID, owner.HostID, owner.PID, owner.Nonce, t.now())
@@ -289,10 +283,7 @@ WHERE run_id = $1 AND status = 'running' AND owner_nonce = $2`
 // fails when the run is not running or another owner has it: a worker that
 // lost its run must stop.
 func (t *Tx) Heartbeat(ctx context.Context, runID, nonce string) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("owner nonce", nonce); err != nil {
+	if err := firstError(checkRun(runID), vocab.CheckID("owner nonce", nonce)); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "heartbeat", "a run running under that owner", sqlHeartbeat, runID, nonce, t.now())
@@ -306,10 +297,7 @@ WHERE run_id = $1 AND status IN ('pending', 'running', 'suspended')`
 // Claim records that owner claimed an unfinished run (replacing an earlier
 // claim). Finishing the run releases the claim.
 func (t *Tx) Claim(ctx context.Context, runID string, owner vocab.Owner) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := checkOwner("claimant", owner); err != nil {
+	if err := firstError(checkRun(runID), checkOwner("claimant", owner)); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "claim", "an unfinished run", sqlClaim, runID, owner.HostID, owner.PID, owner.Nonce, t.now())
@@ -330,13 +318,11 @@ func (t *Tx) Wait(ctx context.Context, runID string, w Waiting) error {
 	if w.Reason == "" {
 		return badRun(runID, "run %q needs a waiting reason", runID)
 	}
-	if err := checkText("waiting reason", w.Reason); err != nil {
-		return err
-	}
-	if err := checkMs("wake time", w.WakeAt); err != nil {
-		return err
-	}
-	if err := checkText("waiting token", w.Token); err != nil {
+	if err := firstError(
+		checkText("waiting reason", w.Reason),
+		checkMs("wake time", w.WakeAt),
+		checkText("waiting token", w.Token),
+	); err != nil {
 		return err
 	}
 	if w.Request != nil {
@@ -357,10 +343,7 @@ WHERE run_id = $1 AND status = 'suspended'`
 
 // Wake resumes a suspended run under owner; its token stops working.
 func (t *Tx) Wake(ctx context.Context, runID string, owner vocab.Owner) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := checkOwner("owner", owner); err != nil {
+	if err := firstError(checkRun(runID), checkOwner("owner", owner)); err != nil {
 		return err
 	}
 	return t.update(ctx, runID, "wake", "a suspended run", sqlWake, runID, owner.HostID, owner.PID, owner.Nonce, t.now())
@@ -411,10 +394,7 @@ func (t *Tx) Fail(ctx context.Context, runID string, e RunError) error {
 	if e.Message == "" {
 		return badRun(runID, "failing run %q needs an error message", runID)
 	}
-	if err := checkText("error message", e.Message); err != nil {
-		return err
-	}
-	if err := checkText("error name", e.Name); err != nil {
+	if err := firstError(checkText("error message", e.Message), checkText("error name", e.Name)); err != nil {
 		return err
 	}
 	raw, err := marshal(e)
@@ -463,10 +443,7 @@ type cancelAck struct {
 // request. Only the first owner to observe it is recorded; a run without a
 // request cannot be acknowledged.
 func (t *Tx) AcknowledgeCancel(ctx context.Context, runID string, owner vocab.Owner) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := checkOwner("observer", owner); err != nil {
+	if err := firstError(checkRun(runID), checkOwner("observer", owner)); err != nil {
 		return err
 	}
 	raw, err := marshal(cancelAck{ObservedAtMs: t.now(), Owner: owner})
@@ -517,10 +494,10 @@ func (t *Tx) Delete(ctx context.Context, runID string) error {
 // seq: a join gains a parent this way. The store's trigger updates the
 // child's effective parent.
 func (t *Tx) AddChild(ctx context.Context, parentID, childID string, seq int64) error {
-	if err := checkRun(childID); err != nil {
-		return err
-	}
-	if err := checkEdges(childID, []ParentEdge{{ParentID: parentID, Seq: seq}}); err != nil {
+	if err := firstError(
+		checkRun(childID),
+		checkEdges(childID, []ParentEdge{{ParentID: parentID, Seq: seq}}),
+	); err != nil {
 		return err
 	}
 	for _, id := range []string{parentID, childID} {
@@ -543,10 +520,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10)`
 
 // AddStep adds a step to a run's journal in its initial state.
 func (t *Tx) AddStep(ctx context.Context, runID string, s Step) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("step id", s.ID); err != nil {
+	if err := firstError(checkRun(runID), vocab.CheckID("step id", s.ID)); err != nil {
 		return err
 	}
 	if s.ParentStepID != "" {
@@ -582,10 +556,7 @@ func (t *Tx) AddStep(ctx context.Context, runID string, s Step) error {
 	default:
 		return badRun(runID, "step %q has unknown type %q", s.ID, s.Type)
 	}
-	if err := checkMs("wake time", s.WakeAt); err != nil {
-		return err
-	}
-	if err := checkMs("timeout", s.TimeoutAt); err != nil {
+	if err := firstError(checkMs("wake time", s.WakeAt), checkMs("timeout", s.TimeoutAt)); err != nil {
 		return err
 	}
 	if _, err := t.tx.Exec(ctx, sqlInsertStep, runID, s.ID, string(s.Type), t.now(), state,
@@ -603,13 +574,11 @@ VALUES ($1, $2, $3, $4, 'started')`
 // StartAttempt starts an attempt of a run step. The store refuses a second
 // started attempt of the same step, and attempts of sleep or wait steps.
 func (t *Tx) StartAttempt(ctx context.Context, runID, stepID, attemptID string) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("step id", stepID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("attempt id", attemptID); err != nil {
+	if err := firstError(
+		checkRun(runID),
+		vocab.CheckID("step id", stepID),
+		vocab.CheckID("attempt id", attemptID),
+	); err != nil {
 		return err
 	}
 	if _, err := t.tx.Exec(ctx, sqlStartAttempt, attemptID, runID, stepID, t.now()); err != nil {
@@ -627,10 +596,7 @@ WHERE run_id = $1 AND attempt_id = $2 AND state = 'started'`
 // step returned nothing (result type "none"); any other result is its JSON,
 // and json.RawMessage("null") is a returned null.
 func (t *Tx) SucceedAttempt(ctx context.Context, runID, attemptID string, result json.RawMessage) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("attempt id", attemptID); err != nil {
+	if err := firstError(checkRun(runID), vocab.CheckID("attempt id", attemptID)); err != nil {
 		return err
 	}
 	resultType := "none"
@@ -651,22 +617,17 @@ WHERE run_id = $1 AND attempt_id = $2 AND state = 'started'`
 // FailAttempt ends a started attempt with an error, and when the step will
 // be retried.
 func (t *Tx) FailAttempt(ctx context.Context, runID, attemptID string, e AttemptError) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("attempt id", attemptID); err != nil {
+	if err := firstError(checkRun(runID), vocab.CheckID("attempt id", attemptID)); err != nil {
 		return err
 	}
 	if e.Message == "" {
 		return badRun(runID, "failing attempt %q needs an error message", attemptID)
 	}
-	if err := checkText("error message", e.Message); err != nil {
-		return err
-	}
-	if err := checkText("error name", e.Name); err != nil {
-		return err
-	}
-	if err := checkMs("next attempt time", e.NextAttemptAt); err != nil {
+	if err := firstError(
+		checkText("error message", e.Message),
+		checkText("error name", e.Name),
+		checkMs("next attempt time", e.NextAttemptAt),
+	); err != nil {
 		return err
 	}
 	return t.endAttempt(ctx, runID, attemptID, sqlFailAttempt,
@@ -706,13 +667,11 @@ WHERE run_id = $1 AND step_id = $2 AND type = 'wait' AND state = 'waiting'`
 // SatisfyWait ends a waiting wait step with the inbound event eventID, which
 // it claims: the event must be unclaimed and carry the step's event name.
 func (t *Tx) SatisfyWait(ctx context.Context, runID, stepID, eventID string) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("step id", stepID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("event id", eventID); err != nil {
+	if err := firstError(
+		checkRun(runID),
+		vocab.CheckID("step id", stepID),
+		vocab.CheckID("event id", eventID),
+	); err != nil {
 		return err
 	}
 	now := t.now()
@@ -737,10 +696,7 @@ func (t *Tx) TimeOutWait(ctx context.Context, runID, stepID string) error {
 }
 
 func (t *Tx) resolveStep(ctx context.Context, runID, stepID, want, query string) error {
-	if err := checkRun(runID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("step id", stepID); err != nil {
+	if err := firstError(checkRun(runID), vocab.CheckID("step id", stepID)); err != nil {
 		return err
 	}
 	n, err := t.tx.Exec(ctx, query, runID, stepID, t.now())
@@ -759,13 +715,11 @@ VALUES ($1, $2, $3, $4, $5)`
 
 // AddInboundEvent delivers an event to a run, unclaimed.
 func (t *Tx) AddInboundEvent(ctx context.Context, e InboundEvent) error {
-	if err := checkRun(e.RunID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("event id", e.ID); err != nil {
-		return err
-	}
-	if err := vocab.CheckID("event name", e.Name); err != nil {
+	if err := firstError(
+		checkRun(e.RunID),
+		vocab.CheckID("event id", e.ID),
+		vocab.CheckID("event name", e.Name),
+	); err != nil {
 		return err
 	}
 	if e.Payload != nil {
@@ -932,6 +886,17 @@ func marshal(v any) ([]byte, error) {
 		return nil, fault.Wrap(fault.BadUserInput, err, "encoding JSON")
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// firstError returns the first of errs that is not nil: the checks of an
+// input, in the order they are reported.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkRun(runID string) error { return vocab.CheckID("run id", runID) }
