@@ -47,7 +47,10 @@ const checks = {
     return {status: r.status, body: await r.json()};
   },
   async refused() {
-    const r = await post("{ position { nope } }");
+    // Under application/json a request error is 200 (GraphQL over HTTP);
+    // asking for application/graphql-response+json, as Apollo and the
+    // dashboard do, makes it a 400 the page must still be able to read.
+    const r = await post("{ position { nope } }", {"Accept": "application/graphql-response+json"});
     return {status: r.status, type: r.headers.get("Content-Type"), body: await r.json()};
   },
   async etag() {

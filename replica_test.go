@@ -244,6 +244,7 @@ func TestAMinimumAheadOfTheStandbyIsStaleWhenThePrimaryIsNotRead(t *testing.T) {
 	}
 	// Replay catches up, and the same request is answered.
 	r.resume(t)
+	r.caughtUp(t)
 	if got := post(t, base, positionQuery, ahead, nil).revision(t); got < ahead {
 		t.Fatalf("after replay resumed, minimum %d answered at %d", ahead, got)
 	}

@@ -25,6 +25,9 @@ type SimOptions struct {
 	Out io.Writer
 	// ReportEvery is how often to report; 0 means 5s.
 	ReportEvery time.Duration
+	// stopAfter, when above 0, ends the simulation after that many
+	// transactions; for tests, which must not depend on the machine's speed.
+	stopAfter int
 }
 
 // simStats counts what Simulate did, for its tests.
@@ -90,6 +93,9 @@ func simulate(ctx context.Context, db *store.DB, opts SimOptions) (simStats, err
 		case err == nil:
 			s.stats.Transactions++
 			s.commit()
+			if s.stats.Transactions == opts.stopAfter {
+				return s.stats, nil
+			}
 		case ctx.Err() != nil:
 			return s.stats, nil
 		case fault.CodeOf(err) == fault.BadUserInput:

@@ -18,7 +18,8 @@ import (
 
 func init() {
 	// A limit refusal is a request error: 400 under
-	// application/graphql-response+json, 422 under application/json.
+	// application/graphql-response+json, 200 under application/json (see
+	// requestErrorWriter).
 	errcode.RegisterErrorType(string(fault.ComplexityLimit), errcode.KindProtocol)
 	errcode.RegisterErrorType(string(fault.Timeout), errcode.KindProtocol)
 }

@@ -325,8 +325,10 @@ func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, star
 	}
 }
 
-func writeError(w http.ResponseWriter, status int, code fault.Code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
+// writeError answers a request refused before gqlgen sees it, in the media
+// type the client accepts.
+func writeError(w http.ResponseWriter, media string, status int, code fault.Code, msg string) {
+	w.Header().Set("Content-Type", media)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"errors": []map[string]any{{"message": msg, "extensions": map[string]any{"code": string(code)}}},

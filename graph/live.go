@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -278,16 +279,38 @@ func addLiveTransports(srv *handler.Server, opts Options) {
 
 // liftDeadlines lifts the server's read and write deadlines from
 // subscription requests (WebSocket upgrades, SSE): they are meant to bound
-// a request, and a stream lives as long as its client wants.
+// a request, and a stream lives as long as its client wants. An SSE
+// request's body is still read under the read deadline, which is lifted
+// only once the body is whole: else a client trickling a body would hold
+// its connection for as long as it likes.
 func liftDeadlines(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if streaming(r) {
 			rc := http.NewResponseController(w)
-			_ = rc.SetReadDeadline(time.Time{})
 			_ = rc.SetWriteDeadline(time.Time{})
+			if r.Method == http.MethodPost {
+				r.Body = &liftAtEOF{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			} else {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// liftAtEOF calls lift once its body has been read to the end.
+type liftAtEOF struct {
+	io.ReadCloser
+	lift func()
+	once sync.Once
+}
+
+func (b *liftAtEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.lift)
+	}
+	return n, err
 }
 
 // changesBatch is the most changes one event of Subscription.changes

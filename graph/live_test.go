@@ -7,7 +7,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -813,6 +815,32 @@ func TestStreamsOutliveTheServersTimeouts(t *testing.T) {
 	}
 	if ev := next(t, ws); ev.Extensions.Position == nil {
 		t.Fatalf("WebSocket: %+v", ev)
+	}
+}
+
+// TestAStreamsBodyIsReadUnderTheReadTimeout trickles the body of a
+// subscription over SSE past the server's read timeout: the stream never
+// opens, where lifting the deadline before the body is read would let the
+// client hold the connection as long as it likes.
+func TestAStreamsBodyIsReadUnderTheReadTimeout(t *testing.T) {
+	t.Parallel()
+	e := liveFixture(t, store.SQLite, live.Options{}, graph.Options{}, "r1")
+	srv := httptest.NewUnstartedServer(graph.NewHandler(e.reader, graph.Options{Live: e.watcher}))
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	must(t, err)
+	defer conn.Close()
+	body := `{"query":"subscription { position { revision } }"}`
+	_, err = fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+	must(t, err)
+	time.Sleep(600 * time.Millisecond)
+	_, _ = io.WriteString(conn, body[10:])
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, _ := bufio.NewReader(conn).ReadString('\n')
+	if strings.Contains(status, " 200 ") {
+		t.Fatalf("a body sent past the read timeout opened a stream: %q", status)
 	}
 }
 

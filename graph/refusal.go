@@ -225,23 +225,37 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reason, code = "timeout", fault.Timeout
 		}
 		rec.refuse(reason, code, msg)
-		writeError(sw, status, code, msg)
-	} else if r.Method == http.MethodGet && !streaming(r) {
+		writeError(sw, responseMedia(r), status, code, msg)
+	} else if streaming(r) {
+		e.next.ServeHTTP(sw, r)
+	} else if r.Method == http.MethodGet {
 		digest := requestDigest(r)
 		if !e.notModified(ctx, sw, r, digest) {
 			rec.digest, rec.header = digest, sw.Header()
-			e.next.ServeHTTP(sw, r)
+			e.serve(sw, r)
 		}
 	} else {
-		e.next.ServeHTTP(sw, r)
+		e.serve(sw, r)
 	}
 	rec.releaseSlot()
 	e.done(ctx, rec, r, sw.status, time.Since(start))
 }
 
-// streaming reports whether r opens a stream of responses.
+// serve hands one operation's request to gqlgen, answering its request
+// errors as GraphQL over HTTP asks (see requestErrorWriter).
+func (e *endpoint) serve(w http.ResponseWriter, r *http.Request) {
+	rw := &requestErrorWriter{ResponseWriter: w}
+	e.next.ServeHTTP(rw, r)
+	rw.finish()
+}
+
+// streaming reports whether r opens a stream of responses, as the
+// transports decide it: a WebSocket upgrade, or a POST that accepts server-
+// sent events. A GET that lists text/event-stream among the types it
+// accepts, as urql's queries do, is one query answered once.
 func streaming(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	return r.Header.Get("Upgrade") != "" ||
+		r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
 // releaseSlot gives back the parsing slot the request holds, if any.
@@ -312,8 +326,12 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 		if len(r.URL.RawQuery) > int(e.opts.MaxBodyBytes) {
 			return http.StatusRequestURITooLong, fmt.Sprintf("the query string is longer than %d bytes", e.opts.MaxBodyBytes)
 		}
-		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
 			return http.StatusBadRequest, "the query string is not valid URL encoding"
+		}
+		if q.Get("query") == "" && q.Get("extensions") == "" {
+			return http.StatusBadRequest, noQuery
 		}
 		return 0, ""
 	case http.MethodPost:
@@ -388,7 +406,7 @@ func requestShape(body []byte, maxVariables int) string {
 		want byte
 	}{{"query", req.Query, '"'}, {"operationName", req.OperationName, '"'}, {"variables", req.Variables, '{'}, {"extensions", req.Extensions, '{'}}
 	for _, k := range kinds {
-		if len(k.raw) == 0 || string(k.raw) == "null" || k.raw[0] == k.want {
+		if absent(k.raw) || k.raw[0] == k.want {
 			continue
 		}
 		if k.want == '"' {
@@ -396,8 +414,18 @@ func requestShape(body []byte, maxVariables int) string {
 		}
 		return fmt.Sprintf("%q must be an object", k.name)
 	}
+	if absent(req.Query) && absent(req.Extensions) {
+		return noQuery
+	}
 	return ""
 }
+
+// noQuery refuses a request with neither a query nor the extensions that
+// stand for one (a persisted query's hash): it is no GraphQL request.
+const noQuery = "the request has no query"
+
+// absent reports whether a JSON member is missing or null.
+func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // statusWriter remembers the status written, for the refusal log line.
 type statusWriter struct {
