@@ -1,15 +1,20 @@
 package graph_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,17 +55,31 @@ const (
 // loadClients() clients — one run, a batch of 100 runs, the dashboard query
 // and a page of 100 children 1,000 deep — each beside bare SQL reading the
 // same rows in the same kind of read transaction. Besides req/s and
-// latency it reports CPU per request: cpu-µs/req of this process (server,
-// and for the GraphQL rows also the HTTP client; see httpFloor for that
-// part), and on PostgreSQL pg-µs/req, the CPU its backends spent (from
-// /proc of the backend pids pg_stat_activity lists, when the server is on
-// this machine).
+// latency it reports CPU per request. The GraphQL server runs in a process
+// of its own (this test binary started again, see TestMain), so that its
+// CPU is counted apart from the benchmark's HTTP client: cpu-µs/req is the
+// CPU of the process that reads the store (the server for the GraphQL rows,
+// this process for bare SQL), client-µs/req that of the HTTP client, and
+// srv-maxrss-MiB the server's peak resident memory so far, srv-allocs/req
+// and srv-B/req its allocations (B/op and allocs/op are this process's). With
+// FLOWSNAP_BENCH_INPROCESS=1 the server runs in this process instead, as
+// -cpuprofile needs, and cpu-µs/req counts server and client together. On
+// PostgreSQL pg-µs/req is the CPU its backends spent (from /proc of the
+// backend pids pg_stat_activity lists, when the server is on this machine).
 func BenchmarkLoad(b *testing.B) {
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			bs := seededStore(b, d)
 			seedHub(b, bs.dsn)
-			db := storetest.OpenReader(b, bs.dsn)
+			dsn, app := bs.dsn, ""
+			if d == store.Postgres {
+				// Names the benchmark's connections, so that only their
+				// backends are counted, not those of other clients of the
+				// same database.
+				app = fmt.Sprintf("flowsnap-load-%d", os.Getpid())
+				dsn += "&application_name=" + app
+			}
+			db := storetest.OpenReader(b, dsn)
 			reader := snapshot.NewReader(db)
 			pos, err := reader.Position(context.Background())
 			if err != nil {
@@ -102,23 +121,186 @@ func BenchmarkLoad(b *testing.B) {
 							"hub", int64(hubDepth-1), hubChildID(hubDepth-1))
 					}},
 			}
-			srv := httptest.NewServer(graph.NewHandler(reader, graph.Options{}))
-			defer srv.Close()
+			srv := startLoadServer(b, reader, dsn)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			for _, s := range shapes {
 				b.Run(s.name+"/flowsnap", func(b *testing.B) {
-					cpu := startCPU(b, db)
-					measureClients(b, bs, func(id string) error { return postQuery(client, srv.URL, s.query, s.vars(id)) })
-					cpu.report(b)
+					cpu := startCPU(b, db, app)
+					served := srv.usage(b)
+					measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.query, s.vars(id)) })
+					cpu.reportServed(b, served, srv.usage(b))
 				})
 				b.Run(s.name+"/rawSQL", func(b *testing.B) {
-					cpu := startCPU(b, db)
+					cpu := startCPU(b, db, app)
 					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
 					cpu.report(b)
 				})
 			}
 		})
 	}
+}
+
+// loadServerEnv, set to a store's DSN, makes the test binary serve that
+// store's GraphQL endpoint instead of running tests (see TestMain).
+const loadServerEnv = "FLOWSNAP_LOAD_SERVER"
+
+// TestMain runs the tests, or, started by startLoadServer, serves a store
+// over GraphQL in a process of its own.
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(loadServerEnv); dsn != "" {
+		if err := serveLoad(dsn); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serveLoad serves dsn's GraphQL endpoint at /graphql and the process's
+// CPU time, peak memory and allocations at /rusage, on a loopback port it prints, until
+// its standard input closes. FLOWSNAP_BENCH_SERVER_PROFILE names a file
+// for a CPU profile of the whole serving, FLOWSNAP_BENCH_SERVER_MEMPROFILE
+// one for its allocations.
+func serveLoad(dsn string) error {
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if path := os.Getenv("FLOWSNAP_BENCH_SERVER_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("FLOWSNAP_BENCH_SERVER_MEMPROFILE"); path != "" {
+		// Every allocation, so that the counts are exact.
+		runtime.MemProfileRate = 1
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.NewHandler(snapshot.NewReader(db), graph.Options{}))
+	mux.HandleFunc("/rusage", func(w http.ResponseWriter, _ *http.Request) {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(w, "%d %d %d %d", ru.Utime.Nano()+ru.Stime.Nano(), peakRSS(), ms.Mallocs, ms.TotalAlloc)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = ln.Close()
+	}()
+	if err := http.Serve(ln, mux); !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// peakRSS is this process's peak resident memory in KiB (VmHWM), 0 when
+// unknown. Not getrusage's ru_maxrss, which a process started by exec
+// inherits from the one that started it.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// loadServer is the GraphQL server BenchmarkLoad posts to.
+type loadServer struct {
+	url string
+	// rusage is the child server's /rusage, empty when the server runs
+	// in this process.
+	rusage string
+	client *http.Client
+}
+
+// startLoadServer starts the test binary again as a server of dsn (see
+// serveLoad), stopped when b ends; or, with FLOWSNAP_BENCH_INPROCESS=1, serves
+// reader from this process.
+func startLoadServer(b *testing.B, reader *snapshot.Reader, dsn string) *loadServer {
+	if os.Getenv("FLOWSNAP_BENCH_INPROCESS") == "1" {
+		srv := httptest.NewServer(graph.NewHandler(reader, graph.Options{}))
+		b.Cleanup(srv.Close)
+		return &loadServer{url: srv.URL}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), loadServerEnv+"="+dsn)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("the load server: %v", err)
+		}
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the load server did not start: %v", err)
+	}
+	addr = strings.TrimSpace(addr)
+	return &loadServer{url: "http://" + addr + "/graphql", rusage: "http://" + addr + "/rusage", client: &http.Client{}}
+}
+
+// serverUsage is the server process's CPU time in seconds, peak resident
+// memory in KiB, and allocations so far (count and bytes).
+type serverUsage struct {
+	cpu                    float64
+	maxRSS, mallocs, bytes int64
+	ok                     bool
+}
+
+func (s *loadServer) usage(b *testing.B) serverUsage {
+	if s.rusage == "" {
+		return serverUsage{}
+	}
+	res, err := s.client.Get(s.rusage)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	var ns int64
+	u := serverUsage{ok: true}
+	if _, err := fmt.Fscan(res.Body, &ns, &u.maxRSS, &u.mallocs, &u.bytes); err != nil {
+		b.Fatal(err)
+	}
+	u.cpu = float64(ns) / 1e9
+	return u
 }
 
 // measureClients runs op from loadClients() goroutines at once.
@@ -216,17 +398,36 @@ func seedHub(b *testing.B, dsn string) {
 // cpuMeter counts the CPU this process and the store's backends spend.
 type cpuMeter struct {
 	db         *store.DB
+	app        string
 	self       float64
 	backends   map[int]float64
 	canBackend bool
 }
 
-func startCPU(b *testing.B, db *store.DB) *cpuMeter {
-	m := &cpuMeter{db: db, self: selfCPU()}
+// startCPU starts counting; on PostgreSQL the backends counted are those
+// of the connections named app.
+func startCPU(b *testing.B, db *store.DB, app string) *cpuMeter {
+	m := &cpuMeter{db: db, app: app, self: selfCPU()}
 	if db.Dialect() == store.Postgres {
-		m.backends, m.canBackend = backendCPU(db)
+		m.backends, m.canBackend = backendCPU(db, app)
 	}
 	return m
+}
+
+// reportServed reports the CPU of a GraphQL row: with a server process
+// of its own, its CPU between before and after as cpu-µs/req and this
+// process's (the client's) as client-µs/req.
+func (m *cpuMeter) reportServed(b *testing.B, before, after serverUsage) {
+	if b.N == 0 || !after.ok {
+		m.report(b)
+		return
+	}
+	b.ReportMetric((after.cpu-before.cpu)*1e6/float64(b.N), "cpu-µs/req")
+	b.ReportMetric((selfCPU()-m.self)*1e6/float64(b.N), "client-µs/req")
+	b.ReportMetric(float64(after.maxRSS)/1024, "srv-maxrss-MiB")
+	b.ReportMetric(float64(after.mallocs-before.mallocs)/float64(b.N), "srv-allocs/req")
+	b.ReportMetric(float64(after.bytes-before.bytes)/float64(b.N), "srv-B/req")
+	m.reportBackends(b)
 }
 
 func (m *cpuMeter) report(b *testing.B) {
@@ -234,10 +435,14 @@ func (m *cpuMeter) report(b *testing.B) {
 		return
 	}
 	b.ReportMetric((selfCPU()-m.self)*1e6/float64(b.N), "cpu-µs/req")
+	m.reportBackends(b)
+}
+
+func (m *cpuMeter) reportBackends(b *testing.B) {
 	if !m.canBackend {
 		return
 	}
-	after, ok := backendCPU(m.db)
+	after, ok := backendCPU(m.db, m.app)
 	if !ok {
 		return
 	}
@@ -257,10 +462,11 @@ func selfCPU() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// backendCPU is the CPU time, in seconds, of every backend of the store's
-// database, read from /proc: false when the server is not on this machine.
-func backendCPU(db *store.DB) (map[int]float64, bool) {
-	rows, err := db.Pool().Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+// backendCPU is the CPU time, in seconds, of every backend of the
+// connections named app, read from /proc: false when the server is not on
+// this machine.
+func backendCPU(db *store.DB, app string) (map[int]float64, bool) {
+	rows, err := db.Pool().Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
 	if err != nil {
 		return nil, false
 	}

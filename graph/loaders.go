@@ -43,8 +43,6 @@ type loaders struct {
 	children *loader[pageKey, *snapshot.Page]
 	rounds   *loader[pageKey, *snapshot.Page]
 	journal  *journalLoaders
-	// flushers fetch what each loader was asked for, for readAhead.
-	flushers []func(context.Context)
 	// ahead reads ahead the whole operation once, for its first root field.
 	ahead sync.Once
 }
@@ -86,7 +84,9 @@ type entry[V any] struct {
 }
 
 func newLoader[K comparable, V any](fetch func(context.Context, []K) ([]V, []error), capacity int) *loader[K, V] {
-	return &loader[K, V]{fetch: fetch, capacity: capacity, entries: map[K]*entry[V]{}}
+	// entries is made by the first key: most operations use few of their
+	// loaders.
+	return &loader[K, V]{fetch: fetch, capacity: capacity}
 }
 
 // get returns the values of keys, reading those nobody has asked for yet
@@ -132,6 +132,9 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var block []entry[V] // the new entries, allocated together
+	if l.entries == nil {
+		l.entries = make(map[K]*entry[V], len(keys))
+	}
 	for i, k := range keys {
 		e, ok := l.entries[k]
 		if !ok {
@@ -195,6 +198,9 @@ func (l *loader[K, V]) prime(k K, v V, err error) {
 	defer l.mu.Unlock()
 	if _, ok := l.entries[k]; ok {
 		return
+	}
+	if l.entries == nil {
+		l.entries = map[K]*entry[V]{}
 	}
 	l.entries[k] = &entry[V]{wave: primed, v: v, err: err}
 }
@@ -277,10 +283,21 @@ func newLoaders(reader *snapshot.Reader) *loaders {
 	}
 	l.children = newLoader(pages(of(cursor.Children)), pagesBatch)
 	l.rounds = newLoader(pages(of(cursor.Rounds)), pagesBatch)
-	j := l.journal
-	l.flushers = []func(context.Context){l.runs.flush, l.children.flush, l.rounds.flush,
-		j.steps.flush, j.inbound.flush, j.runEvents.flush, j.current.flush, j.step.flush, j.attempts.flush}
 	return l
+}
+
+// flush fetches what each loader was asked for, for readAhead.
+func (l *loaders) flush(ctx context.Context) {
+	j := l.journal
+	l.runs.flush(ctx)
+	l.children.flush(ctx)
+	l.rounds.flush(ctx)
+	j.steps.flush(ctx)
+	j.inbound.flush(ctx)
+	j.runEvents.flush(ctx)
+	j.current.flush(ctx)
+	j.step.flush(ctx)
+	j.attempts.flush(ctx)
 }
 
 type loadersKey struct{}

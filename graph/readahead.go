@@ -271,9 +271,7 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 				}
 			}
 		}
-		for _, flush := range l.flushers {
-			flush(ctx)
-		}
+		l.flush(ctx)
 		todo = todo[:0:0]
 		for _, w := range wanted {
 			todo = append(todo, w(ctx))

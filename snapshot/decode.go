@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
@@ -308,7 +309,8 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 // non-empty string in a JSON object. The state is the largest column of a
 // run and this is the hottest decoding there is, so it validates the
 // document with json.Valid, which allocates nothing, finds flowName with a
-// scan of the top level, and unmarshals that value alone.
+// scan of the top level, and takes its text from the column itself when
+// it has no escapes, unmarshalling only a name that has.
 func state(d *decodeError, v any) (json.RawMessage, string) {
 	s := d.text("state_json", v)
 	if d.msg != "" {
@@ -319,7 +321,7 @@ func state(d *decodeError, v any) (json.RawMessage, string) {
 		d.fail("column state_json is not valid JSON")
 		return nil, ""
 	}
-	raw, found, object := topLevelValue(doc, "flowName")
+	start, end, found, object := topLevelValue(doc, "flowName")
 	switch {
 	case !object:
 		d.fail("state_json is not a JSON object")
@@ -328,26 +330,45 @@ func state(d *decodeError, v any) (json.RawMessage, string) {
 		d.fail("state_json has no flowName")
 		return nil, ""
 	}
-	var name string
-	if err := json.Unmarshal(raw, &name); err != nil || strings.TrimSpace(name) == "" {
+	name, ok := plainString(s[start:end])
+	if !ok {
+		ok = json.Unmarshal(doc[start:end], &name) == nil
+	}
+	if !ok || strings.TrimSpace(name) == "" {
 		d.fail("state_json's flowName is not a non-empty string")
 	}
 	return doc, name
 }
 
-// topLevelValue returns the value of key in the top level of doc, which
-// must be valid JSON (see json.Valid); the last one when key repeats, as
-// encoding/json takes it. object is false when doc is not an object.
-func topLevelValue(doc []byte, key string) (val []byte, found, object bool) {
+// plainString returns the text of the JSON string quoted when it has no
+// escapes and is valid UTF-8 (a valid JSON string has no control
+// characters), false when it has or is not, or quoted is not a string:
+// encoding/json replaces invalid UTF-8, which json.Valid lets through.
+func plainString(quoted string) (string, bool) {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return "", false
+	}
+	text := quoted[1 : len(quoted)-1]
+	if strings.IndexByte(text, '\\') >= 0 || !utf8.ValidString(text) {
+		return "", false
+	}
+	return text, true
+}
+
+// topLevelValue returns where the value of key is in the top level of
+// doc, which must be valid JSON (see json.Valid): doc[start:end]; the last
+// one when key repeats, as encoding/json takes it. object is false when doc
+// is not an object.
+func topLevelValue(doc []byte, key string) (start, end int, found, object bool) {
 	i := skipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
-		return nil, false, false
+		return 0, 0, false, false
 	}
 	i++
 	for {
 		i = skipSpace(doc, i)
 		if doc[i] == '}' {
-			return val, found, true
+			return start, end, found, true
 		}
 		if doc[i] == ',' {
 			i = skipSpace(doc, i+1)
@@ -356,11 +377,11 @@ func topLevelValue(doc []byte, key string) (val []byte, found, object bool) {
 		k := doc[i+1 : keyEnd-1]
 		i = skipSpace(doc, keyEnd) + 1 // the colon
 		i = skipSpace(doc, i)
-		end := skipValue(doc, i)
+		valueEnd := skipValue(doc, i)
 		if string(k) == key || bytes.IndexByte(k, '\\') >= 0 && unquotes(doc[keyEnd-len(k)-2:keyEnd], key) {
-			val, found = doc[i:end], true
+			start, end, found = i, valueEnd, true
 		}
-		i = end
+		i = valueEnd
 	}
 }
 

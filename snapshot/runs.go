@@ -47,35 +47,49 @@ func (r *Reader) Run(ctx context.Context, id string) (Snapshot, error) {
 // runs reads ids in one statement.
 func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	out := make([]Result[Snapshot], len(ids))
-	index := make(map[string][]int, len(ids))
+	// first maps each distinct id to its first place in ids; only ids that
+	// repeat are looked for again, after the read.
+	first := make(map[string]int, len(ids))
 	distinct := make([]string, 0, len(ids))
+	repeats := false
 	for i, id := range ids {
 		if err := vocab.CheckID("an id", id); err != nil {
 			out[i].Err = err
 			continue
 		}
-		if _, seen := index[id]; !seen {
-			distinct = append(distinct, id)
+		if _, seen := first[id]; seen {
+			repeats = true
+			continue
 		}
-		index[id] = append(index[id], i)
+		first[id] = i
+		distinct = append(distinct, id)
 	}
 	if len(distinct) == 0 {
 		return out, nil
 	}
 	var raw rawRun
+	read := 0
 	err := q.each(selectRuns(q.dialect()), []any{q.dialect().TextListArg(distinct)}, raw.dest(), "reading runs", func() error {
-		snap, err := raw.decode(q.pos())
-		for _, i := range index[raw.id] {
-			out[i] = Result[Snapshot]{Value: snap, Err: err}
+		i, ok := first[raw.id]
+		if !ok || out[i].Value != nil || out[i].Err != nil {
+			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
 		}
-		delete(index, raw.id)
+		out[i].Value, out[i].Err = raw.decode(q.pos())
+		read++
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(index) != 0 {
+	if read != len(distinct) {
 		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+	}
+	if repeats {
+		for i, id := range ids {
+			if j, ok := first[id]; ok && j != i {
+				out[i] = out[j]
+			}
+		}
 	}
 	return out, nil
 }

@@ -28,11 +28,16 @@ var stateSeeds = []string{
 	`[{"flowName":"in an array"}]`,
 	`"flowName"`,
 	`{}`,
+	`{"flowName":"a\"b"}`,
+	`{"flowName":"caf\u00e9"}`,
+	`{"flowName":"tab\tand\\slash"}`,
+	`{"flowName":""}`,
 }
 
-func TestTopLevelValueAgreesWithEncodingJSON(t *testing.T) {
+func TestStateScanAgreesWithEncodingJSON(t *testing.T) {
 	for _, doc := range stateSeeds {
 		checkTopLevel(t, []byte(doc))
+		checkPlainString(t, []byte(doc))
 	}
 }
 
@@ -45,14 +50,37 @@ func FuzzTopLevelValue(f *testing.F) {
 			return
 		}
 		checkTopLevel(t, doc)
+		checkPlainString(t, doc)
 	})
 }
 
 func checkTopLevel(t *testing.T, doc []byte) {
 	t.Helper()
-	val, found, object := topLevelValue(doc, "flowName")
+	start, end, found, object := topLevelValue(doc, "flowName")
+	val := doc[start:end]
 	wantVal, wantFound, wantObject := referenceTopLevel(doc, "flowName")
 	if found != wantFound || object != wantObject || !bytes.Equal(bytes.TrimSpace(val), bytes.TrimSpace(wantVal)) {
 		t.Errorf("%s: got (%s, %v, %v), encoding/json (%s, %v, %v)", doc, val, found, object, wantVal, wantFound, wantObject)
+	}
+}
+
+// checkPlainString checks that the name state takes without unmarshalling
+// is the one encoding/json reads, for the flowName of doc and for doc
+// itself.
+func checkPlainString(t *testing.T, doc []byte) {
+	t.Helper()
+	values := [][]byte{bytes.TrimSpace(doc)}
+	if start, end, found, _ := topLevelValue(doc, "flowName"); found {
+		values = append(values, doc[start:end])
+	}
+	for _, v := range values {
+		got, ok := plainString(string(v))
+		if !ok {
+			continue
+		}
+		var want string
+		if err := json.Unmarshal(v, &want); err != nil || got != want {
+			t.Errorf("%s: plainString %q, encoding/json %q (%v)", v, got, want, err)
+		}
 	}
 }

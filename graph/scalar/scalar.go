@@ -22,10 +22,18 @@ import (
 const dateTimeLayout = "2006-01-02T15:04:05.000Z"
 
 // MarshalDateTime writes ms as "2026-11-30T03:06:42.123Z".
-func MarshalDateTime(ms snapshot.Millis) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, strconv.Quote(time.UnixMilli(int64(ms)).UTC().Format(dateTimeLayout)))
-	})
+func MarshalDateTime(ms snapshot.Millis) graphql.Marshaler { return dateTime(ms) }
+
+// dateTime writes itself without formatting a string first: a page of runs
+// writes several of them per run.
+type dateTime snapshot.Millis
+
+func (ms dateTime) MarshalGQL(w io.Writer) {
+	var buf [len(dateTimeLayout) + 8]byte
+	b := append(buf[:0], '"')
+	b = time.UnixMilli(int64(ms)).UTC().AppendFormat(b, dateTimeLayout) // nothing in it to escape
+	b = append(b, '"')
+	_, _ = w.Write(b)
 }
 
 // UnmarshalDateTime reads an RFC 3339 time with at most millisecond
@@ -50,10 +58,13 @@ func UnmarshalDateTime(v any) (snapshot.Millis, error) {
 }
 
 // MarshalSafeInt writes n as a JSON number.
-func MarshalSafeInt(n int64) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, strconv.FormatInt(n, 10))
-	})
+func MarshalSafeInt(n int64) graphql.Marshaler { return safeInt(n) }
+
+type safeInt int64
+
+func (n safeInt) MarshalGQL(w io.Writer) {
+	var buf [20]byte
+	_, _ = w.Write(strconv.AppendInt(buf[:0], int64(n), 10))
 }
 
 // UnmarshalSafeInt reads an integer in 0..2^53−1, given as a number or as a
