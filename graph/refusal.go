@@ -222,6 +222,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, rec: rec}
+	defer sw.finish()
 	if r.Header.Get("Upgrade") != "" {
 		rec.report = func(f refusal) { e.log(ctx, f, r, http.StatusSwitchingProtocols, time.Since(start)) }
 	}
@@ -530,14 +531,36 @@ func (r *record) busy() bool {
 
 // statusWriter remembers the status written, for the refusal log line,
 // and writes the record's status instead of gqlgen's when it has one.
+//
+// Once the request's handler has returned it writes nothing: gqlgen's SSE
+// transport sends keep-alives from a goroutine of its own, which can tick
+// after the stream ended, and a write or flush of a finished response
+// panics the server.
 type statusWriter struct {
 	http.ResponseWriter
 	rec    *record
 	status int
 	wrote  bool
+
+	mu       sync.Mutex
+	finished bool
+}
+
+var errFinished = errors.New("the response is finished")
+
+// finish makes every later write a no-op; it waits for one under way.
+func (s *statusWriter) finish() {
+	s.mu.Lock()
+	s.finished = true
+	s.mu.Unlock()
 }
 
 func (s *statusWriter) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return
+	}
 	if s.wrote {
 		s.ResponseWriter.WriteHeader(code)
 		return
@@ -555,6 +578,11 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return 0, errFinished
+	}
 	s.wrote = true
 	return s.ResponseWriter.Write(b)
 }
@@ -562,6 +590,11 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusWriter) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return
+	}
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
