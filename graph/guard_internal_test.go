@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -59,5 +60,23 @@ func TestThePrescanRefusesNoMoreThanTheParsedDocumentChecks(t *testing.T) {
 				t.Fatalf("refused by the prescan, passed after parsing: %+v, %d aliases", m, aliases)
 			}
 		})
+	}
+}
+
+// TestQueryTextReadsEscapedAndPlainStringsAlike checks the shortcut that
+// takes a query without escapes as it stands against a full decode.
+func TestQueryTextReadsEscapedAndPlainStringsAlike(t *testing.T) {
+	for _, q := range []string{"{ position { revision } }", "{\n\tposition { revision }\n}", `{ run(id: "a\"b") { __typename } }`, "{ run(id: \"é\") { __typename } }", ""} {
+		raw, err := json.Marshal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := queryText(raw)
+		if !ok || got != q {
+			t.Errorf("queryText(%s) = %q, %v; want %q", raw, got, ok, q)
+		}
+	}
+	if _, ok := queryText(json.RawMessage(`"\x"`)); ok {
+		t.Error(`queryText accepted the bad escape "\x"`)
 	}
 }

@@ -106,7 +106,7 @@ var DefaultOptions = Options{
 	MaxParsingQueue:   64,
 	// Held for as long as it rests: the slots' work takes at most half of
 	// their CPUs.
-	ParsingDutyPercent: 50,
+	ParsingDutyPercent: 30,
 	// Ten times a batch of 200 ids.
 	MaxVariableValues: 2_000,
 	MaxResponseBytes:  32 << 20,

@@ -412,14 +412,26 @@ const answered = -1
 
 // prescanBody prescans the query of a body, unless it is in the cache.
 func (e *endpoint) prescanBody(ctx context.Context, raw json.RawMessage) *gqlerror.Error {
-	var query string
-	if json.Unmarshal(raw, &query) != nil || query == "" {
+	query, ok := queryText(raw)
+	if !ok || query == "" {
 		return nil
 	}
 	if _, ok := e.guard.cache.Get(ctx, query); ok {
 		return nil
 	}
 	return e.guard.prescan(ctx, query)
+}
+
+// queryText is the text of a body's query member, which requestShape
+// found to be a JSON string. One without escapes is its own text: decoding
+// it again would scan the whole document twice more.
+func queryText(raw json.RawMessage) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var query string
+	err := json.Unmarshal(raw, &query)
+	return query, err == nil
 }
 
 // writeRequestError answers a request error as requestErrorWriter makes
