@@ -391,40 +391,40 @@ func TestTheTimeoutCoversParsingAndValidation(t *testing.T) {
 
 func TestAFullParsingQueueIsRefusedAtOnceAsBusy(t *testing.T) {
 	h := newHostileServer(t, store.SQLite, graph.Options{MaxParsing: 1, MaxParsingQueue: 1})
-	// A body of unknown length is read in a parsing slot: the server reads
-	// the first byte of this one only once it holds the only slot.
-	streamed := func() (*io.PipeWriter, chan *http.Response) {
+	// A body of unknown length is read in a parsing slot, and these bodies
+	// do not end until the test says so: whichever request comes first
+	// holds the only slot, the next waits in the queue, the last finds it
+	// full. The order they arrive in is the machine's.
+	type streamed struct {
+		w    *io.PipeWriter
+		done chan *http.Response
+	}
+	var reqs []streamed
+	answered := make(chan int, 3)
+	for i := range 3 {
 		pr, pw := io.Pipe()
 		req, _ := http.NewRequest(http.MethodPost, h.url, pr)
 		req.Header.Set("Content-Type", "application/json")
-		done := make(chan *http.Response, 1)
+		s := streamed{pw, make(chan *http.Response, 1)}
+		reqs = append(reqs, s)
 		go func() {
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Error(err)
 				res = &http.Response{Body: io.NopCloser(strings.NewReader(""))}
 			}
-			done <- res
+			s.done <- res
+			answered <- i
 		}()
-		return pw, done
 	}
-	holder, held := streamed()
-	if _, err := holder.Write([]byte(`{"query":`)); err != nil {
-		t.Fatal(err)
-	}
-	// Two more: one waits in the queue, the other finds it full.
-	a, aDone := streamed()
-	b, bDone := streamed()
-	var refused *http.Response
-	var waiter, gone *io.PipeWriter
-	var waiterDone chan *http.Response
+	var first int
 	select {
-	case refused = <-aDone:
-		waiter, waiterDone, gone = b, bDone, a
-	case refused = <-bDone:
-		waiter, waiterDone, gone = a, aDone, b
+	case first = <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no request was refused while the slot and the queue were taken")
 	}
-	gone.CloseWithError(io.ErrUnexpectedEOF)
+	refused := <-reqs[first].done
+	reqs[first].w.CloseWithError(io.ErrUnexpectedEOF)
 	var r response
 	if err := json.NewDecoder(refused.Body).Decode(&r); err != nil {
 		t.Fatal(err)
@@ -434,17 +434,25 @@ func TestAFullParsingQueueIsRefusedAtOnceAsBusy(t *testing.T) {
 		len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "TIMEOUT" {
 		t.Fatalf("%d %+v, want 503 TIMEOUT with Retry-After", refused.StatusCode, r)
 	}
-	for _, w := range []*io.PipeWriter{holder, waiter} {
+	for i, s := range reqs {
+		if i == first {
+			continue
+		}
 		go func() {
-			if w != holder {
-				_, _ = w.Write([]byte(`{"query":`))
-			}
-			_, _ = w.Write([]byte(`"{ __typename }"}`))
-			w.Close()
+			_, _ = s.w.Write([]byte(`{"query":"{ __typename }"}`))
+			s.w.Close()
 		}()
 	}
-	for _, done := range []chan *http.Response{held, waiterDone} {
-		res := <-done
+	for i, s := range reqs {
+		if i == first {
+			continue
+		}
+		var res *http.Response
+		select {
+		case res = <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a request that held or waited for the slot was never answered")
+		}
 		raw, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
