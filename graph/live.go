@@ -183,6 +183,9 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 		return nil, fault.Errorf(fault.Internal, "a subscription without a stream")
 	}
 	setup(st.sub)
+	if from := st.sub.From(); from > st.sent.Load() {
+		st.sent.Store(from)
+	}
 	final = append(final, fault.SourceChanged)
 	out := make(chan T)
 	go func() {
@@ -197,6 +200,7 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 			case <-st.sub.Done():
 				return
 			}
+			sl.rd.AtLeast(st.sent.Load())
 			if !now {
 				// Wait for a change newer than what was sent.
 				for {

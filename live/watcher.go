@@ -275,6 +275,7 @@ type Sub struct {
 	runID   string
 	all     bool
 	pending int64
+	from    int64
 	reset   bool
 	ended   bool
 	closed  bool
@@ -286,6 +287,7 @@ func (s *Sub) WatchAll() {
 	defer s.w.mu.Unlock()
 	s.w.all[s] = struct{}{}
 	s.all = true
+	s.from = s.w.last
 }
 
 // WatchRun makes s hear of every change of run id, its deletion included.
@@ -299,6 +301,16 @@ func (s *Sub) WatchRun(id string) {
 	}
 	subs[s] = struct{}{}
 	s.runID = id
+	s.from = s.w.last
+}
+
+// From is the revision up to which changes had been told when s began to
+// watch: s hears of later ones only, so its first read must be at least
+// there (with replicas, a read may land on one that is behind it).
+func (s *Sub) From() int64 {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.from
 }
 
 // Changed receives a value when something s watches changed; Take then
