@@ -20,13 +20,19 @@ import (
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
 
+// envInt is the positive number the environment variable name holds, or
+// def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
 // benchRuns is the size of the store the dashboard benchmark reads;
 // FLOWSNAP_BENCH_RUNS overrides it.
 func benchRuns() int {
-	if n, err := strconv.Atoi(os.Getenv("FLOWSNAP_BENCH_RUNS")); err == nil && n > 0 {
-		return n
-	}
-	return 100_000
+	return envInt("FLOWSNAP_BENCH_RUNS", 100_000)
 }
 
 const dashboardQuery = `query Dashboard($id: ID!) { run(id: $id) { ... on Run {

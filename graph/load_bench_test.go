@@ -31,10 +31,7 @@ import (
 // loadClients is how many clients BenchmarkLoad runs at once;
 // FLOWSNAP_BENCH_CLIENTS overrides it.
 func loadClients() int {
-	if n, err := strconv.Atoi(os.Getenv("FLOWSNAP_BENCH_CLIENTS")); err == nil && n > 0 {
-		return n
-	}
-	return 16
+	return envInt("FLOWSNAP_BENCH_CLIENTS", 16)
 }
 
 // A shape of request, over GraphQL and by bare SQL reading the same rows
