@@ -88,7 +88,6 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	return func(ctx context.Context) *graphql.Response {
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
-		rd.AtLeast(st.sent.Load())
 		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader))
 		select {
 		case st.slots <- slot{ectx, rd}:
@@ -200,6 +199,8 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 			case <-st.sub.Done():
 				return
 			}
+			// Every read of the stream is in a slot taken here: the one
+			// place to keep it from going back in time.
 			sl.rd.AtLeast(st.sent.Load())
 			if !now {
 				// Wait for a change newer than what was sent.
