@@ -84,6 +84,10 @@ type Options struct {
 	// KeepAlive is how often an idle subscription is sent a keep-alive
 	// (a WebSocket ping message, an SSE comment).
 	KeepAlive time.Duration
+	// NoDirect leaves every operation to gqlgen's executor, which
+	// otherwise answers only the queries the direct answer does not know
+	// (direct.go): the same response, at a higher cost.
+	NoDirect bool
 }
 
 // DefaultOptions are the limits used where Options leaves a zero.
@@ -264,17 +268,28 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		rec.mu.Unlock()
 	}
 	var once sync.Once
-	end := func(ctx context.Context, resp *graphql.Response) {
+	end := func(ctx context.Context, resp *graphql.Response, direct bool) {
 		once.Do(func() {
 			rd.End()
-			finish(ctx, rd, resp, start, opts)
+			finish(ctx, rd, resp, direct, start, opts)
 		})
 	}
 	rh := next(ctx)
 	return func(ctx context.Context) *graphql.Response {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		resp := rh(dctx)
+		var resp *graphql.Response
+		if !opts.NoDirect {
+			if resp = answerDirect(dctx); resp != nil {
+				// What the executor's response middleware does for an
+				// answer without errors.
+				recordOf(ctx).releaseSlot()
+			}
+		}
+		direct := resp != nil
+		if !direct {
+			resp = rh(dctx)
+		}
 		if resp == nil && dctx.Err() != nil {
 			resp = &graphql.Response{Errors: gqlerror.List{timeoutError(dctx, opts)}}
 		}
@@ -300,13 +315,14 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 				}
 			}
 		}
-		end(ctx, resp)
+		end(ctx, resp, direct)
 		return resp
 	}
 }
 
-// finish logs and counts one operation.
-func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, start time.Time, opts Options) {
+// finish logs and counts one operation; direct says the direct answer
+// wrote it (direct.go).
+func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, direct bool, start time.Time, opts Options) {
 	if opts.OnOperation != nil {
 		opts.OnOperation(rd)
 	}
@@ -340,6 +356,9 @@ func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, star
 	}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("errors", len(resp.Errors)))
+	}
+	if direct {
+		attrs = append(attrs, slog.Bool("direct", true))
 	}
 	if !recordOf(ctx).refused() {
 		// A refused request is logged once, by the endpoint, with a rate

@@ -30,10 +30,15 @@ type dateTime snapshot.Millis
 
 func (ms dateTime) MarshalGQL(w io.Writer) {
 	var buf [len(dateTimeLayout) + 8]byte
-	b := append(buf[:0], '"')
-	b = time.UnixMilli(int64(ms)).UTC().AppendFormat(b, dateTimeLayout) // nothing in it to escape
+	_, _ = w.Write(AppendDateTime(buf[:0], snapshot.Millis(ms)))
+}
+
+// AppendDateTime appends ms to b as MarshalDateTime writes it, quotes
+// included.
+func AppendDateTime(b []byte, ms snapshot.Millis) []byte {
 	b = append(b, '"')
-	_, _ = w.Write(b)
+	b = time.UnixMilli(int64(ms)).UTC().AppendFormat(b, dateTimeLayout) // nothing in it to escape
+	return append(b, '"')
 }
 
 // UnmarshalDateTime reads an RFC 3339 time with at most millisecond
@@ -64,8 +69,11 @@ type safeInt int64
 
 func (n safeInt) MarshalGQL(w io.Writer) {
 	var buf [20]byte
-	_, _ = w.Write(strconv.AppendInt(buf[:0], int64(n), 10))
+	_, _ = w.Write(AppendSafeInt(buf[:0], int64(n)))
 }
+
+// AppendSafeInt appends n to b as MarshalSafeInt writes it.
+func AppendSafeInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
 // UnmarshalSafeInt reads an integer in 0..2^53−1, given as a number or as a
 // string of digits.

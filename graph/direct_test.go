@@ -1,0 +1,202 @@
+package graph_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
+)
+
+// oddID is a run id with every character a JSON writer treats specially:
+// quotes, backslashes, control characters, HTML's, line separators and
+// multi-byte text.
+const oddID = "odd \"quoted\" \\ back\tslash\x01\x1f <b>&amp;</b> \u2028\u2029 é漢"
+
+// directCase is one operation sent to both servers.
+type directCase struct {
+	name   string
+	query  string
+	vars   map[string]any
+	direct bool // whether the direct answer is to write it
+}
+
+// TestDirectAnswersAsTheExecutor sends each operation to a server that
+// answers directly where it can and to one that always leaves it to
+// gqlgen's executor, over one store that does not change, and requires
+// the same bytes, the same status and the same statement count; and that
+// the operations the direct answer knows were indeed answered directly.
+func TestDirectAnswersAsTheExecutor(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) { directAnswersAsTheExecutor(t, d) })
+	}
+}
+
+func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
+	{
+		var logs bytes.Buffer
+		var logMu sync.Mutex
+		e := fixture(t, d, graph.Options{Logger: slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))})
+		ctx := context.Background()
+		w := engine.NewWriter(e.db, func() int64 { return createdAt })
+		must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID, FlowName: "odd",
+			State: json.RawMessage("{ \"flowName\" : \"odd\",\n  \"note\": \"<b>&amp;</b> \\u2028 \\\"q\\\"\",\t\"n\": [1, 2.50, 3e2] }")}))
+		must(t, w.Start(ctx, oddID, ownerOdd))
+		must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID + " waits", FlowName: "odd"}))
+		must(t, w.Start(ctx, oddID+" waits", ownerOdd))
+		must(t, w.Wait(ctx, oddID+" waits", engine.Waiting{Reason: "a \"reason\" <&>\n\u2028", Request: json.RawMessage(" [ \"<x>\" , {\"y\" : null} ] ")}))
+
+		var stmts []int
+		var mu sync.Mutex
+		general := httptest.NewServer(graph.NewHandler(e.reader, graph.Options{NoDirect: true, OnOperation: func(rd *snapshot.Read) {
+			mu.Lock()
+			stmts = append(stmts, rd.Statements())
+			mu.Unlock()
+		}}))
+		t.Cleanup(general.Close)
+
+		first := e.ok(`{ run(id: "parent") { ... on Run { children(first: 3) { pageInfo { endCursor } } } } }`, nil)
+		after := get(first.Data, "run", "children", "pageInfo", "endCursor").(string)
+
+		for _, c := range directCases(after) {
+			t.Run(c.name, func(t *testing.T) {
+				logMu.Lock()
+				logs.Reset()
+				logMu.Unlock()
+				e.mu.Lock()
+				e.stmts = nil
+				e.mu.Unlock()
+				mu.Lock()
+				stmts = nil
+				mu.Unlock()
+
+				dStatus, dBody := postRaw(t, e.url, c.query, c.vars)
+				gStatus, gBody := postRaw(t, general.URL, c.query, c.vars)
+				if dStatus != gStatus || !bytes.Equal(dBody, gBody) {
+					t.Fatalf("the answers differ:\ndirect   %d %s\nexecutor %d %s", dStatus, dBody, gStatus, gBody)
+				}
+				e.mu.Lock()
+				mu.Lock()
+				if !slices.Equal(e.stmts, stmts) {
+					t.Errorf("statements: direct %v, executor %v", e.stmts, stmts)
+				}
+				mu.Unlock()
+				e.mu.Unlock()
+				logMu.Lock()
+				answered := strings.Contains(logs.String(), `"direct":true`)
+				logMu.Unlock()
+				if answered != c.direct {
+					t.Errorf("answered directly: %v, want %v (%s)", answered, c.direct, dBody)
+				}
+				if c.direct && bytes.Contains(dBody, []byte(`"errors"`)) {
+					t.Errorf("a direct answer with errors: %s", dBody)
+				}
+			})
+		}
+	}
+}
+
+var ownerOdd = vocab.Owner{HostID: "host \"odd\" <&>", PID: 77, Nonce: "nonce\n\u2028"}
+
+func directCases(after string) []directCase {
+	runFields := `__typename id revision status flowName state createdAt startedAt finishedAt heartbeatAt
+		owner { __typename hostId pid nonce } parentRunId executionParentId lineageId roundOrdinal
+		waiting { __typename kind reason wakeAt tokenDigest request }`
+	page := `{ __typename edges { __typename cursor ordinal node { __typename ... on Run { id status } ... on MissingRun { id } } }
+		nodes { ... on Run { id flowName } }
+		pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor } }`
+	ids := []any{"waiter", "runner", "cancelled", "gone", "never", "waiter", "round-3", "child-007", oddID, oddID + " waits", "parent"}
+	return []directCase{
+		{name: "every known field of a run", direct: true,
+			query: `query($id: ID!) { run(id: $id) { __typename ... on Run { ` + runFields + ` } ... on MissingRun { id deleted deletedAtRevision } } }`,
+			vars:  map[string]any{"id": "waiter"}},
+		{name: "a run with odd text", direct: true,
+			query: `query($id: ID!) { run(id: $id) { ... on Run { ` + runFields + ` } } }`,
+			vars:  map[string]any{"id": oddID}},
+		{name: "a waiting run with odd text", direct: true,
+			query: `query($id: ID!) { run(id: $id) { ... on Run { ` + runFields + ` } } }`,
+			vars:  map[string]any{"id": oddID + " waits"}},
+		{name: "a batch with missing, deleted and repeated ids", direct: true,
+			query: `query($ids: [ID!]!) { runs(ids: $ids) { __typename ... on Run { ` + runFields + ` } ... on MissingRun { __typename id deleted deletedAtRevision } } }`,
+			vars:  map[string]any{"ids": ids}},
+		{name: "aliases, fragments and directives", direct: true,
+			query: `query($id: ID!, $yes: Boolean!, $no: Boolean!) { a: run(id: $id) { ...R } b: node(id: "round-2") { id ...R }
+				kind: __typename c: runs(ids: ["runner"]) { ... on Run { x: id, id, status @include(if: $yes), flowName @skip(if: $yes), createdAt @include(if: $no) } } }
+				fragment R on Run { theId: id status ... on Run { lineageId roundOrdinal } rounds(first: 2) { edges { o: ordinal } } }`,
+			vars: map[string]any{"id": "round-1", "yes": true, "no": false}},
+		{name: "children and rounds pages", direct: true,
+			query: `query($after: String) { run(id: "parent") { ... on Run { children(first: 4, after: $after) ` + page + ` rounds ` + page + ` } }
+				r: run(id: "round-3") { ... on Run { rounds(first: 2) ` + page + ` children ` + page + ` } } }`,
+			vars: map[string]any{"after": after}},
+		{name: "the default page and an empty cursor", direct: true,
+			query: `{ run(id: "parent") { ... on Run { children(after: "") { edges { cursor node { ... on Run { id } } } } } } }`},
+		{name: "a batch of a hundred pages' parents", direct: true,
+			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id children(first: 2) { edges { node { ... on Run { id flowName } } } } } } }`,
+			vars:  map[string]any{"ids": fanIDs()}},
+		// What the direct answer leaves to the executor.
+		{name: "a field it does not know",
+			query: `{ run(id: "cancelled") { ... on Run { id cancellation { requestedAt } claim { claimedAt } } } }`},
+		{name: "the parent field",
+			query: `{ run(id: "child-001") { ... on Run { id parent { ... on Run { id } } } } }`},
+		{name: "the position", query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
+		{name: "an empty batch", query: `{ runs(ids: []) { ... on Run { id } } }`},
+		{name: "a malformed id in a batch",
+			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id } } }`, vars: map[string]any{"ids": []any{"waiter", ""}}},
+		{name: "a malformed id", query: `{ run(id: "") { ... on Run { id } } }`},
+		{name: "a bad cursor", query: `{ run(id: "parent") { ... on Run { children(after: "nope") { edges { cursor } } } } }`},
+		{name: "a page too large", query: `{ run(id: "parent") { ... on Run { children(first: 0) { edges { cursor } } } } }`},
+		{name: "deferred fields", query: `{ run(id: "waiter") { ... on Run { id ... @defer { status } } } }`},
+		{name: "introspection", query: `{ __schema { queryType { name } } }`},
+		{name: "a named operation of two", query: `query A { run(id: "waiter") { ... on Run { id } } } query B { run(id: "runner") { ... on Run { id } } }`,
+			vars: nil},
+	}
+}
+
+func fanIDs() []any {
+	out := make([]any, fanRuns)
+	for i := range out {
+		out[i] = "fan-" + string(rune('0'+i/100)) + string(rune('0'+i/10%10)) + string(rune('0'+i%10))
+	}
+	return out
+}
+
+// postRaw posts a query and returns the status and the body unchanged.
+func postRaw(t *testing.T, url, query string, vars map[string]any) (int, []byte) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	res, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, raw
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
