@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -56,6 +57,33 @@ func answerDirect(ctx context.Context) *graphql.Response {
 		return nil
 	}
 	return &graphql.Response{Data: w.b}
+}
+
+// answerBody hands the transport a stand-in for resp, a direct answer,
+// and keeps resp's body, written here, for serve to send in its place
+// (requestErrorWriter): gqlgen's transport writes a response with
+// encoding/json, which validates and compacts the whole of its data again,
+// while a direct answer's data is written compact and escaped as
+// encoding/json escapes it (<, >, &, U+2028 and U+2029 too), so that the
+// body is the executor's, byte for byte. A response that goes out
+// otherwise (over a WebSocket, an event stream) is returned as it is.
+func answerBody(ctx context.Context, resp *graphql.Response) *graphql.Response {
+	body := make([]byte, 0, len(resp.Data)+200)
+	body = append(body, `{"data":`...)
+	body = append(body, resp.Data...)
+	if len(resp.Extensions) > 0 {
+		ext, err := json.Marshal(resp.Extensions)
+		if err != nil {
+			return resp
+		}
+		body = append(body, `,"extensions":`...)
+		body = append(body, ext...)
+	}
+	body = append(body, '}')
+	if !recordOf(ctx).setBody(body) {
+		return resp
+	}
+	return &graphql.Response{Data: json.RawMessage("null")}
 }
 
 // directWriter writes one operation's data. Its methods return false as
@@ -239,7 +267,7 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 			if r.State == nil {
 				return false
 			}
-			w.b = append(w.b, r.State...)
+			w.b = appendJSON(w.b, r.State)
 		case "createdAt":
 			w.b = scalar.AppendDateTime(w.b, r.CreatedAt)
 		case "startedAt":
@@ -411,15 +439,27 @@ func (w *directWriter) pageInfo(sel ast.SelectionSet, p *snapshot.PageInfo) bool
 	})
 }
 
-// appendQuoted appends s as a JSON string, escaped as gqlgen escapes its
-// strings: ", \ and the control characters, nothing else (the response
-// writer escapes HTML characters afterwards, for both ways of answering).
+// appendQuoted appends s as a JSON string as the executor's response
+// ends up with it: escaped as gqlgen escapes strings (", \ and the control
+// characters, as \t, \r, \n or \u00XX), then as encoding/json escapes a
+// response it writes (<, >, & and the line and paragraph separators).
 func appendQuoted(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0xE2 {
+			continue
+		}
+		if c == 0xE2 {
+			if i+2 >= len(s) || s[i+1] != 0x80 || (s[i+2] != 0xA8 && s[i+2] != 0xA9) {
+				continue
+			}
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, "89"[s[i+2]-0xA8])
+			i += 2
+			start = i + 1
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -434,9 +474,12 @@ func appendQuoted(b []byte, s string) []byte {
 			b = append(b, `\\`...)
 		case '"':
 			b = append(b, `\"`...)
+		case '<', '>', '&':
+			const lower = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', lower[c>>4], lower[c&0xf])
 		default:
-			const hex = "0123456789ABCDEF"
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			const upper = "0123456789ABCDEF"
+			b = append(b, '\\', 'u', '0', '0', upper[c>>4], upper[c&0xf])
 		}
 		start = i + 1
 	}
@@ -472,9 +515,30 @@ func appendBool(b []byte, v bool) []byte {
 	return append(b, "false"...)
 }
 
+// appendJSON appends a JSON value as encoding/json writes it in a
+// response: compact, with <, >, & and the line and paragraph separators
+// escaped. Most values are compact already and hold none of those, and are
+// copied as they are.
 func appendJSON(b []byte, raw json.RawMessage) []byte {
 	if raw == nil {
 		return append(b, "null"...)
 	}
-	return append(b, raw...)
+	plain := true
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xE2:
+			plain = false
+		}
+	}
+	if plain {
+		return append(b, raw...)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		// Not JSON: the executor's writer would fail on it as well.
+		return append(b, raw...)
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return append(b, escaped.Bytes()...)
 }

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
@@ -199,4 +201,41 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestDirectAnswersOverStreams sends a query the direct answer knows over
+// a WebSocket and over an event stream, where its response is no HTTP body
+// of its own: each must carry the run, not the stand-in a transport's body
+// is swapped for.
+func TestDirectAnswersOverStreams(t *testing.T) {
+	e := liveFixture(t, store.SQLite, live.Options{}, graph.Options{}, "streamed")
+	query := `query($id: ID!) { run(id: $id) { ... on Run { id flowName } } }`
+	want := `{"run":{"id":"streamed","flowName":"live"}}`
+	c := dialWS(t, e.url)
+	events, done := c.subscribe("1", query, map[string]any{"id": "streamed"})
+	select {
+	case ev := <-events:
+		if got := string(ev.Data["run"]); `{"run":`+got+`}` != want {
+			t.Errorf("over a WebSocket: %s, want %s", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer over the WebSocket")
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the query over the WebSocket did not complete")
+	}
+	s := subscribeSSE(t, e.url, query, map[string]any{"id": "streamed"})
+	select {
+	case ev := <-s.events:
+		if got := string(ev.Data["run"]); `{"run":`+got+`}` != want {
+			t.Errorf("over an event stream: %s, want %s", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer over the event stream")
+	}
+	if !strings.Contains(e.logs.String(), "direct=true") {
+		t.Errorf("the queries were not answered directly:\n%s", e.logs.String())
+	}
 }

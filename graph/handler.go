@@ -275,12 +275,21 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		})
 	}
 	rh := next(ctx)
+	// calls counts the calls of the response handler: a transport that
+	// streams calls it until it returns nil, and a query answers once.
+	calls := 0
+	answeredDirectly := false
 	return func(ctx context.Context) *graphql.Response {
+		calls++
+		if answeredDirectly {
+			return nil
+		}
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		var resp *graphql.Response
-		if !opts.NoDirect {
+		if !opts.NoDirect && calls == 1 {
 			if resp = answerDirect(dctx); resp != nil {
+				answeredDirectly = true
 				// What the executor's response middleware does for an
 				// answer without errors.
 				recordOf(ctx).releaseSlot()
@@ -316,6 +325,9 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 			}
 		}
 		end(ctx, resp, direct)
+		if direct && len(resp.Errors) == 0 {
+			resp = answerBody(ctx, resp)
+		}
 		return resp
 	}
 }

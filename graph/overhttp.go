@@ -51,9 +51,13 @@ func responseMedia(r *http.Request) string {
 //     one does not.
 //
 // gqlgen writes such a body in one Write.
+//
+// It also sends the body a direct answer wrote in place of the stand-in
+// gqlgen's transport writes for it (see answerBody).
 type requestErrorWriter struct {
 	http.ResponseWriter
 	status int
+	rec    *record
 }
 
 func (w *requestErrorWriter) WriteHeader(code int) {
@@ -64,6 +68,12 @@ func (w *requestErrorWriter) WriteHeader(code int) {
 
 func (w *requestErrorWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
+		if body := w.rec.takeBody(); body != nil {
+			if _, err := w.ResponseWriter.Write(body); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
 		return w.ResponseWriter.Write(b)
 	}
 	status := w.status

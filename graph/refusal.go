@@ -46,6 +46,33 @@ type record struct {
 	// when its response is sent: a connection carries many operations,
 	// and lasts as long as its client wants.
 	report func(refusal)
+	// body, set by a direct answer, is the response body to send in place
+	// of the one gqlgen's transport writes (see answerBody); only a request
+	// that serve hands to gqlgen, answered in one body, takes one.
+	body      []byte
+	takesBody bool
+}
+
+// setBody keeps the body a direct answer wrote, for serve to send, and
+// reports whether it will: false for a response that goes out otherwise
+// (a query over a WebSocket or an event stream).
+func (r *record) setBody(b []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.takesBody {
+		return false
+	}
+	r.body = b
+	return true
+}
+
+// takeBody returns the body a direct answer wrote, once.
+func (r *record) takeBody() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.body
+	r.body = nil
+	return b
 }
 
 // refusal is what a record holds about one refused request or operation.
@@ -258,7 +285,11 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve hands one operation's request to gqlgen, answering its request
 // errors as GraphQL over HTTP asks (see requestErrorWriter).
 func (e *endpoint) serve(w http.ResponseWriter, r *http.Request) {
-	rw := &requestErrorWriter{ResponseWriter: w}
+	rec := recordOf(r.Context())
+	rec.mu.Lock()
+	rec.takesBody = true
+	rec.mu.Unlock()
+	rw := &requestErrorWriter{ResponseWriter: w, rec: rec}
 	e.next.ServeHTTP(rw, r)
 	rw.finish()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store/vocab"
@@ -29,6 +30,22 @@ func TestDateTime(t *testing.T) {
 	for _, in := range []any{"yesterday", "2025-11-30T02:46:42.1234Z", "1969-12-31T23:59:59Z", "2025-11-30", int64(5), nil} {
 		if _, err := UnmarshalDateTime(in); err == nil {
 			t.Errorf("UnmarshalDateTime(%v) accepted it", in)
+		}
+	}
+}
+
+// TestDateTimeIsTheLayout writes times across the whole range as the
+// layout formats them: padded fields, every millisecond, years after 9999.
+func TestDateTimeIsTheLayout(t *testing.T) {
+	ms := []int64{0, 1, 999, 1000, 59_999, 86_399_999, 951_782_400_000, 1_764_470_802_123,
+		253_402_300_799_999, 253_402_300_800_000, vocab.MaxSafe}
+	for i := int64(0); i < 2000; i++ {
+		ms = append(ms, (i*7_919_000_003_917+i*i*104_729)%(vocab.MaxSafe+1))
+	}
+	for _, m := range ms {
+		want := `"` + time.UnixMilli(m).UTC().Format(dateTimeLayout) + `"`
+		if got := string(AppendDateTime(nil, snapshot.Millis(m))); got != want {
+			t.Fatalf("AppendDateTime(%d) = %s, want %s", m, got, want)
 		}
 	}
 }
