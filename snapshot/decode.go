@@ -16,10 +16,11 @@ import (
 )
 
 // runColumns are the columns of a run read, in the order rawRun.dest scans
-// them. The earliest spawn edge's parent is read beside the row so that the
+// them; whether the run's row exists is read as 1 or NULL, since its id is
+// q.id. The earliest spawn edge's parent is read beside the row so that the
 // effective parent can be checked (run invariant 3, ARCHITECTURE.md)
 // without another statement; only a run without parent_run_id needs it.
-const runColumns = `q.id, c.revision, c.deleted, r.run_id, r.status,
+const runColumns = `q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1 END, r.status,
 	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,
 	r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
@@ -53,14 +54,21 @@ type rawRun struct {
 	edgeParent                                               any
 }
 
+// dest returns the scan destinations of w's columns, the integer ones
+// through store.IntDests: an integer read from PostgreSQL is held as an
+// *int64 (which toInt reads), valid until the next row is scanned.
 func (w *rawRun) dest() []any {
-	return []any{&w.id, &w.revision, &w.deleted, &w.runID, &w.status,
+	n := store.IntDests(&w.revision, &w.deleted,
 		&w.createdAt, &w.startedAt, &w.finishedAt,
-		&w.ownerHost, &w.ownerPid, &w.ownerNonce, &w.heartbeat,
-		&w.claimHost, &w.claimPid, &w.claimNonce, &w.claimedAt,
-		&w.state, &w.parentRunID, &w.executionParentID, &w.lineage, &w.ordinal,
-		&w.cancelRequested, &w.cancelAck,
-		&w.waitingReason, &w.waitingWake, &w.waitingToken, &w.waitingRequest,
+		&w.ownerPid, &w.heartbeat, &w.claimPid, &w.claimedAt,
+		&w.ordinal, &w.cancelRequested, &w.waitingWake)
+	return []any{&w.id, n[0], n[1], &w.runID, &w.status,
+		n[2], n[3], n[4],
+		&w.ownerHost, n[5], &w.ownerNonce, n[6],
+		&w.claimHost, n[7], &w.claimNonce, n[8],
+		&w.state, &w.parentRunID, &w.executionParentID, &w.lineage, n[9],
+		n[10], &w.cancelAck,
+		&w.waitingReason, n[11], &w.waitingToken, &w.waitingRequest,
 		&w.edgeParent}
 }
 
@@ -137,6 +145,8 @@ func toInt(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return n, true
+	case *int64:
+		return *n, true
 	case int32:
 		return int64(n), true
 	case int16:

@@ -1,4 +1,4 @@
-SELECT q.w, q.ord, q.id, q.id, c.revision, c.deleted, r.run_id, r.status,
+SELECT q.w, q.ord, q.id, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1 END, r.status,
 	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,
 	r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,

@@ -1,5 +1,5 @@
 WITH q(id) AS (SELECT value AS id FROM json_each($1))
-SELECT q.id, c.revision, c.deleted, r.run_id, r.status,
+SELECT q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1 END, r.status,
 	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,
 	r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
