@@ -110,6 +110,13 @@ func (w *directWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteString appends s, for the scalars that write a string (io.WriteString
+// would copy it into a slice first).
+func (w *directWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
+}
+
 // collect returns sel's fields on a type that satisfies implementors, as
 // the executor collects and writes them; false when one is deferred.
 func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]graphql.CollectedField, bool) {
