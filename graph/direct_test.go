@@ -48,66 +48,59 @@ func TestDirectAnswersAsTheExecutor(t *testing.T) {
 }
 
 func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
-	{
-		var logs bytes.Buffer
-		var logMu sync.Mutex
-		e := fixture(t, d, graph.Options{Logger: slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))})
-		ctx := context.Background()
-		w := engine.NewWriter(e.db, func() int64 { return createdAt })
-		must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID, FlowName: "odd",
-			State: json.RawMessage("{ \"flowName\" : \"odd\",\n  \"note\": \"<b>&amp;</b> \\u2028 \\\"q\\\"\",\t\"n\": [1, 2.50, 3e2] }")}))
-		must(t, w.Start(ctx, oddID, ownerOdd))
-		must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID + " waits", FlowName: "odd"}))
-		must(t, w.Start(ctx, oddID+" waits", ownerOdd))
-		must(t, w.Wait(ctx, oddID+" waits", engine.Waiting{Reason: "a \"reason\" <&>\n\u2028", Request: json.RawMessage(" [ \"<x>\" , {\"y\" : null} ] ")}))
+	logs := &syncBuffer{}
+	e := fixture(t, d, graph.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	ctx := context.Background()
+	w := engine.NewWriter(e.db, func() int64 { return createdAt })
+	must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID, FlowName: "odd",
+		State: json.RawMessage("{ \"flowName\" : \"odd\",\n  \"note\": \"<b>&amp;</b> \\u2028 \\\"q\\\"\",\t\"n\": [1, 2.50, 3e2] }")}))
+	must(t, w.Start(ctx, oddID, ownerOdd))
+	must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID + " waits", FlowName: "odd"}))
+	must(t, w.Start(ctx, oddID+" waits", ownerOdd))
+	must(t, w.Wait(ctx, oddID+" waits", engine.Waiting{Reason: "a \"reason\" <&>\n\u2028", Request: json.RawMessage(" [ \"<x>\" , {\"y\" : null} ] ")}))
 
-		var stmts []int
-		var mu sync.Mutex
-		general := httptest.NewServer(graph.NewHandler(e.reader, graph.Options{NoDirect: true, OnOperation: func(rd *snapshot.Read) {
+	var stmts []int
+	var mu sync.Mutex
+	general := httptest.NewServer(graph.NewHandler(e.reader, graph.Options{NoDirect: true, OnOperation: func(rd *snapshot.Read) {
+		mu.Lock()
+		stmts = append(stmts, rd.Statements())
+		mu.Unlock()
+	}}))
+	t.Cleanup(general.Close)
+
+	first := e.ok(`{ run(id: "parent") { ... on Run { children(first: 3) { pageInfo { endCursor } } } } }`, nil)
+	after := get(first.Data, "run", "children", "pageInfo", "endCursor").(string)
+
+	for _, c := range directCases(after) {
+		t.Run(c.name, func(t *testing.T) {
+			logs.Reset()
+			e.mu.Lock()
+			e.stmts = nil
+			e.mu.Unlock()
 			mu.Lock()
-			stmts = append(stmts, rd.Statements())
+			stmts = nil
 			mu.Unlock()
-		}}))
-		t.Cleanup(general.Close)
 
-		first := e.ok(`{ run(id: "parent") { ... on Run { children(first: 3) { pageInfo { endCursor } } } } }`, nil)
-		after := get(first.Data, "run", "children", "pageInfo", "endCursor").(string)
-
-		for _, c := range directCases(after) {
-			t.Run(c.name, func(t *testing.T) {
-				logMu.Lock()
-				logs.Reset()
-				logMu.Unlock()
-				e.mu.Lock()
-				e.stmts = nil
-				e.mu.Unlock()
-				mu.Lock()
-				stmts = nil
-				mu.Unlock()
-
-				dStatus, dBody := postRaw(t, e.url, c.query, c.vars)
-				gStatus, gBody := postRaw(t, general.URL, c.query, c.vars)
-				if dStatus != gStatus || !bytes.Equal(dBody, gBody) {
-					t.Fatalf("the answers differ:\ndirect   %d %s\nexecutor %d %s", dStatus, dBody, gStatus, gBody)
-				}
-				e.mu.Lock()
-				mu.Lock()
-				if !slices.Equal(e.stmts, stmts) {
-					t.Errorf("statements: direct %v, executor %v", e.stmts, stmts)
-				}
-				mu.Unlock()
-				e.mu.Unlock()
-				logMu.Lock()
-				answered := strings.Contains(logs.String(), `"direct":true`)
-				logMu.Unlock()
-				if answered != c.direct {
-					t.Errorf("answered directly: %v, want %v (%s)", answered, c.direct, dBody)
-				}
-				if c.direct && bytes.Contains(dBody, []byte(`"errors"`)) {
-					t.Errorf("a direct answer with errors: %s", dBody)
-				}
-			})
-		}
+			dStatus, dBody := postRaw(t, e.url, c.query, c.vars)
+			gStatus, gBody := postRaw(t, general.URL, c.query, c.vars)
+			if dStatus != gStatus || !bytes.Equal(dBody, gBody) {
+				t.Fatalf("the answers differ:\ndirect   %d %s\nexecutor %d %s", dStatus, dBody, gStatus, gBody)
+			}
+			e.mu.Lock()
+			mu.Lock()
+			if !slices.Equal(e.stmts, stmts) {
+				t.Errorf("statements: direct %v, executor %v", e.stmts, stmts)
+			}
+			mu.Unlock()
+			e.mu.Unlock()
+			answered := strings.Contains(logs.String(), `"direct":true`)
+			if answered != c.direct {
+				t.Errorf("answered directly: %v, want %v (%s)", answered, c.direct, dBody)
+			}
+			if c.direct && bytes.Contains(dBody, []byte(`"errors"`)) {
+				t.Errorf("a direct answer with errors: %s", dBody)
+			}
+		})
 	}
 }
 
@@ -189,18 +182,6 @@ func postRaw(t *testing.T, url, query string, vars map[string]any) (int, []byte)
 		t.Fatal(err)
 	}
 	return res.StatusCode, raw
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TestDirectAnswersOverStreams sends a query the direct answer knows over

@@ -275,19 +275,19 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		})
 	}
 	rh := next(ctx)
-	// calls counts the calls of the response handler: a transport that
-	// streams calls it until it returns nil, and a query answers once.
-	calls := 0
-	answeredDirectly := false
+	// A transport that streams calls the response handler until it
+	// returns nil: the direct answer is tried on the first call only, and
+	// a query it answered answers nothing more.
+	tried, answeredDirectly := false, false
 	return func(ctx context.Context) *graphql.Response {
-		calls++
 		if answeredDirectly {
 			return nil
 		}
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		var resp *graphql.Response
-		if !opts.NoDirect && calls == 1 {
+		if !opts.NoDirect && !tried {
+			tried = true
 			if resp = answerDirect(dctx); resp != nil {
 				answeredDirectly = true
 				// What the executor's response middleware does for an
