@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
@@ -52,10 +53,12 @@ type Change struct {
 // one more than asked so that hasMore needs no second look. The unique index
 // on revision makes it a range scan; the upper bound is the position, which
 // a snapshot never sees past anyway.
-const selectChanges = `SELECT run_id, revision, deleted FROM flows_run_changes
-WHERE revision > $1 AND revision <= $2
+func selectChanges(d store.Dialect) string {
+	return `SELECT run_id, revision, deleted FROM flows_run_changes
+WHERE revision > ` + d.Bound(1) + ` AND revision <= ` + d.Bound(2) + `
 ORDER BY revision
 LIMIT $3`
+}
 
 // Changes reads the run ids whose latest change is after req.Since, in
 // revision order, in the read carried by ctx (or a read of its own). Run ids
@@ -95,7 +98,7 @@ func (q *querier) changes(req ChangesRequest, size int) (*ChangeFeed, error) {
 	if req.Since > pos.Revision {
 		return nil, fault.Errorf(fault.SourceChanged, "since %d is beyond this store's revision %d: the store was replaced or restored, resync from revision 0", req.Since, pos.Revision)
 	}
-	rows, err := q.query(selectChanges, req.Since, pos.Revision, size+1)
+	rows, err := q.query(selectChanges(q.dialect()), req.Since, pos.Revision, size+1)
 	if err != nil {
 		return nil, persistence(err, "reading changes")
 	}

@@ -32,3 +32,22 @@ func ListDigest(req ListRequest) string {
 func ListCursor(source string, req ListRequest, created int64, last string) string {
 	return cursor.Encode(cursor.Cursor{Source: source, Anchor: ListDigest(req), Kind: cursor.List, Ordinal: created, Last: last})
 }
+
+// PageSQL returns the statement and arguments that read one page of kind
+// (children, rounds or a journal list) keyed by key after ordinal after, and
+// the change feed's, for tests that read their plans.
+func PageSQL(d store.Dialect, kind cursor.Kind, key string, after int64) (string, []any) {
+	l, ok := runLists[kind]
+	switch kind {
+	case cursor.Steps:
+		l, ok = stepList, true
+	case cursor.InboundEvents:
+		l, ok = inboundList, true
+	case cursor.Events:
+		l, ok = runEventList, true
+	}
+	if !ok {
+		return selectChanges(d), []any{after, after + 10, 11}
+	}
+	return l.sql(d, []pageWant{{key: key, after: cursor.Cursor{Ordinal: after, Last: ""}, size: 10}})
+}

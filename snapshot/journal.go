@@ -63,14 +63,14 @@ func journalPages(union string) string { return union + "\nORDER BY 1, 2, 3" }
 // flows_steps_by_run_created, so a page costs the same at any depth.
 var stepList = pageList{kind: cursor.Steps, hasLast: true, cols: "p.*", statement: journalPages, keyset: `SELECT s.created_at_ms AS ord, s.step_id AS id, ` + stepColumns + `
 	FROM flows_steps AS s` + stepJoins + `
-	WHERE s.run_id = $%[1]d AND (s.created_at_ms, s.step_id) > ($%[2]d, $%[3]d)
+	WHERE s.run_id = %[1]s AND (s.created_at_ms, s.step_id) > (%[2]s, %[3]s)
 	ORDER BY s.created_at_ms, s.step_id LIMIT $%[4]d`}
 
 // Inbound events are ordered by (creation time, event id), like steps, on
 // the index flows_inbound_events_by_run_created.
 var inboundList = pageList{kind: cursor.InboundEvents, hasLast: true, cols: "p.*", statement: journalPages, keyset: `SELECT e.created_at_ms AS ord, e.event_id AS id, ` + inboundColumns + `
 	FROM flows_inbound_events AS e
-	WHERE e.run_id = $%[1]d AND (e.created_at_ms, e.event_id) > ($%[2]d, $%[3]d)
+	WHERE e.run_id = %[1]s AND (e.created_at_ms, e.event_id) > (%[2]s, %[3]s)
 	ORDER BY e.created_at_ms, e.event_id LIMIT $%[4]d`}
 
 // Run events are ordered by seq, unique within a run: a range scan of the
@@ -78,7 +78,7 @@ var inboundList = pageList{kind: cursor.InboundEvents, hasLast: true, cols: "p.*
 var runEventList = pageList{kind: cursor.Events, cols: "p.*", statement: journalPages, keyset: `SELECT v.seq AS ord, '' AS id,
 	v.run_id AS v_run, v.seq AS v_seq, v.recorded_at_ms AS v_at, v.type AS v_type, v.cancellation_reason AS v_reason
 	FROM flows_run_events AS v
-	WHERE v.run_id = $%[1]d AND v.seq > $%[2]d
+	WHERE v.run_id = %[1]s AND v.seq > %[2]s
 	ORDER BY v.seq LIMIT $%[4]d`}
 
 // StepPages reads a batch of pages of runs' steps, ordered by (creation

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
@@ -116,10 +117,10 @@ type pageList struct {
 	kind cursor.Kind
 	// keyset is one page's slice: its first two columns are the row's
 	// ordinal and tie-breaking id (what its cursor holds). Its placeholders
-	// are %[1]d the key, %[2]d the ordinal after which the page starts,
-	// %[3]d the id after which it starts (for lists whose ordinals repeat,
-	// hasLast) and %[4]d the limit: one more than the page size, so that
-	// hasNextPage needs no second look. The row-value comparison and ORDER
+	// are %[1]s the key, %[2]s the ordinal after which the page starts,
+	// %[3]s the id after which it starts (for lists whose ordinals repeat,
+	// hasLast), each a store.Dialect.Bound, and $%[4]d the limit: one more
+	// than the page size, so that hasNextPage needs no second look. The row-value comparison and ORDER
 	// BY follow an index exactly, so a page costs the same at any depth.
 	keyset  string
 	hasLast bool
@@ -151,13 +152,13 @@ ORDER BY q.w, q.ord, q.id`
 var runLists = map[cursor.Kind]pageList{
 	cursor.Children: {kind: cursor.Children, hasLast: true, cols: "p.ord, p.id", statement: runPages,
 		keyset: `SELECT seq AS ord, child_id AS id FROM flows_run_parents
-	WHERE parent_id = $%[1]d AND (seq, child_id) > ($%[2]d, $%[3]d)
+	WHERE parent_id = %[1]s AND (seq, child_id) > (%[2]s, %[3]s)
 	ORDER BY seq, child_id LIMIT $%[4]d`},
 	cursor.Rounds: {kind: cursor.Rounds, hasLast: true, cols: "p.ord, p.id", statement: runPages,
 		key: func(req PageRequest) string { return req.Lineage },
 		keyset: `SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
-	WHERE COALESCE(lineage_id, run_id) = $%[1]d AND COALESCE(round_ordinal, 0) >= $%[2]d
-	  AND (COALESCE(round_ordinal, 0), run_id) > ($%[2]d, $%[3]d)
+	WHERE COALESCE(lineage_id, run_id) = %[1]s AND COALESCE(round_ordinal, 0) >= %[2]s
+	  AND (COALESCE(round_ordinal, 0), run_id) > (%[2]s, %[3]s)
 	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`},
 }
 
@@ -196,7 +197,7 @@ func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageR
 
 // keysetUnion is one UNION ALL of keyset per want, each selecting the want's
 // index as w and then cols of its slice, and the arguments that bind it.
-func keysetUnion(keyset, cols string, wants []pageWant, hasLast bool) (string, []any) {
+func keysetUnion(d store.Dialect, keyset, cols string, wants []pageWant, hasLast bool) (string, []any) {
 	var sql strings.Builder
 	args := make([]any, 0, 4*len(wants))
 	for i, w := range wants {
@@ -212,7 +213,7 @@ func keysetUnion(keyset, cols string, wants []pageWant, hasLast bool) (string, [
 		}
 		args = append(args, w.size+1)
 		fmt.Fprintf(&sql, "SELECT %d AS w, %s FROM (", i, strings.ReplaceAll(cols, "p.", fmt.Sprintf("p%d.", i)))
-		fmt.Fprintf(&sql, keyset, first, first+1, last, len(args))
+		fmt.Fprintf(&sql, keyset, d.Bound(first), d.Bound(first+1), d.Bound(last), len(args))
 		fmt.Fprintf(&sql, ") AS p%d", i)
 	}
 	return sql.String(), args
@@ -220,8 +221,8 @@ func keysetUnion(keyset, cols string, wants []pageWant, hasLast bool) (string, [
 
 // sql returns the statement that reads a batch of n pages of l and its
 // arguments.
-func (l pageList) sql(wants []pageWant) (string, []any) {
-	union, args := keysetUnion(l.keyset, l.cols, wants, l.hasLast)
+func (l pageList) sql(d store.Dialect, wants []pageWant) (string, []any) {
+	union, args := keysetUnion(d, l.keyset, l.cols, wants, l.hasLast)
 	return l.statement(union), args
 }
 
@@ -251,7 +252,7 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 		edges := make([][]E, len(reqs))
 		infos := make([]PageInfo, len(reqs))
 		if len(wants) > 0 {
-			stmt, args := l.sql(wants)
+			stmt, args := l.sql(q.dialect(), wants)
 			var wi int64
 			var ord, id any
 			scan := append([]any{&wi, &ord, &id}, dest...)

@@ -30,9 +30,10 @@ func TestAssembledSQL(t *testing.T) {
 			{"steps", selectSteps(d)},
 			{"current_steps", selectCurrentSteps(d)},
 			{"attempts", selectAttempts(d)},
+			{"changes", selectChanges(d)},
 		}
 		for _, l := range lists {
-			sql, args := l.sql(two)
+			sql, args := l.sql(d, two)
 			statements = append(statements, struct{ name, sql string }{
 				fmt.Sprintf("%s_pages", l.kind), fmt.Sprintf("%s\n-- arguments: %v", sql, args),
 			})

@@ -427,6 +427,23 @@ func (db *DB) persistence(err error, doing string) error {
 	return fault.Wrap(fault.PersistenceFailed, fmt.Errorf("%s: %w", db.where, err), "%s in the store failed", doing)
 }
 
+// Bound returns placeholder n for a value a read compares with the columns
+// of the one index it means to seek. SQLite, built with STAT4 as this
+// driver is, reads such a value to plan the statement once the store has
+// been analysed (ANALYZE, or PRAGMA optimize), and from then on marks the
+// prepared statement to be prepared again whenever that placeholder is
+// bound, which is every use: a page statement was parsed and planned anew
+// on every read, at twice the cost of running it. A unary plus makes the
+// value an expression the planner does not read, and leaves the plan the
+// one the index gives. PostgreSQL has no unary plus for text, and needs
+// none.
+func (d Dialect) Bound(n int) string {
+	if d == Postgres {
+		return fmt.Sprintf("$%d", n)
+	}
+	return fmt.Sprintf("+$%d", n)
+}
+
 // TextList returns a SELECT of one text column, id, holding the elements of
 // the list bound to placeholder n (see TextListArg): unnest of a text array
 // on PostgreSQL, json_each of a JSON array on SQLite, which has no arrays.

@@ -8,11 +8,11 @@ SELECT q.w, q.ord, q.id, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT 
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT 0 AS w, p0.ord, p0.id FROM (SELECT seq AS ord, child_id AS id FROM flows_run_parents
-	WHERE parent_id = $1 AND (seq, child_id) > ($2, $3)
+	WHERE parent_id = +$1 AND (seq, child_id) > (+$2, +$3)
 	ORDER BY seq, child_id LIMIT $4) AS p0
 UNION ALL
 SELECT 1 AS w, p1.ord, p1.id FROM (SELECT seq AS ord, child_id AS id FROM flows_run_parents
-	WHERE parent_id = $5 AND (seq, child_id) > ($6, $7)
+	WHERE parent_id = +$5 AND (seq, child_id) > (+$6, +$7)
 	ORDER BY seq, child_id LIMIT $8) AS p1) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id

@@ -8,13 +8,13 @@ SELECT q.w, q.ord, q.id, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT 
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT 0 AS w, p0.ord, p0.id FROM (SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
-	WHERE COALESCE(lineage_id, run_id) = $1 AND COALESCE(round_ordinal, 0) >= $2
-	  AND (COALESCE(round_ordinal, 0), run_id) > ($2, $3)
+	WHERE COALESCE(lineage_id, run_id) = +$1 AND COALESCE(round_ordinal, 0) >= +$2
+	  AND (COALESCE(round_ordinal, 0), run_id) > (+$2, +$3)
 	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $4) AS p0
 UNION ALL
 SELECT 1 AS w, p1.ord, p1.id FROM (SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
-	WHERE COALESCE(lineage_id, run_id) = $5 AND COALESCE(round_ordinal, 0) >= $6
-	  AND (COALESCE(round_ordinal, 0), run_id) > ($6, $7)
+	WHERE COALESCE(lineage_id, run_id) = +$5 AND COALESCE(round_ordinal, 0) >= +$6
+	  AND (COALESCE(round_ordinal, 0), run_id) > (+$6, +$7)
 	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $8) AS p1) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id

@@ -10,7 +10,7 @@ LEFT JOIN flows_step_attempts AS la ON la.run_id = s.run_id AND la.attempt_id = 
 		WHERE a.run_id = s.run_id AND a.step_id = s.step_id
 		ORDER BY a.started_at_ms DESC, a.attempt_id DESC LIMIT 1)
 LEFT JOIN flows_inbound_events AS e ON e.run_id = s.run_id AND e.claimed_by = s.step_id
-	WHERE s.run_id = $1 AND (s.created_at_ms, s.step_id) > ($2, $3)
+	WHERE s.run_id = +$1 AND (s.created_at_ms, s.step_id) > (+$2, +$3)
 	ORDER BY s.created_at_ms, s.step_id LIMIT $4) AS p0
 UNION ALL
 SELECT 1 AS w, p1.* FROM (SELECT s.created_at_ms AS ord, s.step_id AS id, s.run_id AS s_run, s.step_id AS s_id, s.type AS s_type, s.created_at_ms AS s_created,
@@ -25,7 +25,7 @@ LEFT JOIN flows_step_attempts AS la ON la.run_id = s.run_id AND la.attempt_id = 
 		WHERE a.run_id = s.run_id AND a.step_id = s.step_id
 		ORDER BY a.started_at_ms DESC, a.attempt_id DESC LIMIT 1)
 LEFT JOIN flows_inbound_events AS e ON e.run_id = s.run_id AND e.claimed_by = s.step_id
-	WHERE s.run_id = $5 AND (s.created_at_ms, s.step_id) > ($6, $7)
+	WHERE s.run_id = +$5 AND (s.created_at_ms, s.step_id) > (+$6, +$7)
 	ORDER BY s.created_at_ms, s.step_id LIMIT $8) AS p1
 ORDER BY 1, 2, 3
 -- arguments: [anchor-a -1  101 anchor-b 7 x 11]
