@@ -103,3 +103,11 @@ func BeginUngatedRead(ctx context.Context, db *DB) (Tx, error) {
 	}
 	return &sqlTx{tx: tx}, nil
 }
+
+// CachedStatement reports whether db's reader has q prepared in its cache.
+func CachedStatement(db *DB, q string) bool {
+	db.readStmts.mu.Lock()
+	defer db.readStmts.mu.Unlock()
+	_, ok := db.readStmts.m[q]
+	return ok
+}

@@ -35,3 +35,44 @@ func TestReadersInUseCountsOpenReads(t *testing.T) {
 		}
 	})
 }
+
+// TestBusyReadersStillCacheStatements holds every read connection of a
+// SQLite store, so that none is idle to prepare a new statement on: the
+// read runs it unprepared, and caches it once it has ended.
+func TestBusyReadersStillCacheStatements(t *testing.T) {
+	dsn := storetest.DSN(t, store.SQLite)
+	storetest.OpenDSN(t, dsn, true)
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const q = `SELECT count(*) FROM flows_runs WHERE run_id > $1`
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, q, "a").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if store.CachedStatement(db, q) {
+		t.Fatal("cached while its one connection was held: the test holds nothing")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !store.CachedStatement(db, q) {
+		t.Fatal("the statement a busy read ran is not cached once the read has ended")
+	}
+	// The cached statement serves the next read.
+	tx, err = db.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := tx.QueryRow(ctx, q, "a").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the cached statement read %d, %v", n, err)
+	}
+}

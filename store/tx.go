@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +86,8 @@ type sqlTx struct {
 	// release, for a read, tells the WAL gate the read has ended; nil once
 	// it has been told, and for a write.
 	release func()
+	// later are the statements to cache once the transaction has ended.
+	later []string
 }
 
 // stmtCache holds prepared statements by SQL text. database/sql prepares a
@@ -104,38 +107,55 @@ const maxCachedStmts = 512
 func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
 
 // stmt returns the cached statement for q, preparing it when new; nil when
-// the cache is full or preparing fails (the caller then runs q unprepared,
-// and meets the error there).
+// the cache is full, when preparing fails (the caller then runs q
+// unprepared, and meets the error there), or, with later true, when no
+// connection was idle to prepare it on: the caller's transaction then
+// prepares it once it has ended and given its own connection back (see
+// sqlTx.ended), or a busy pool would never cache a statement it had not
+// met while idle.
+func (c *stmtCache) stmt(ctx context.Context, q string) (s *sql.Stmt, later bool) {
+	c.mu.Lock()
+	s, ok := c.m[q]
+	full := len(c.m) >= maxCachedStmts
+	c.mu.Unlock()
+	switch {
+	case ok:
+		return s, false
+	case full:
+		return nil, false
+	}
+	return c.prepare(ctx, q)
+}
+
+// prepare prepares q and caches it; nil when preparing fails, or, with
+// busy true, when no connection is idle.
 //
 // Preparing needs a connection of the pool besides the caller's own, so it
 // is tried only when one is idle and for at most a millisecond, and never
 // under the cache's lock: with every connection held by an open read, a
 // caller waiting for one while holding the lock would stop all the others.
-func (c *stmtCache) stmt(ctx context.Context, q string) *sql.Stmt {
-	c.mu.Lock()
-	s, ok := c.m[q]
-	full := len(c.m) >= maxCachedStmts
-	c.mu.Unlock()
-	if ok {
-		return s
-	}
-	if full || c.db.Stats().Idle == 0 {
-		return nil
+func (c *stmtCache) prepare(ctx context.Context, q string) (_ *sql.Stmt, busy bool) {
+	if c.db.Stats().Idle == 0 {
+		return nil, true
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	s, err := c.db.PrepareContext(pctx, q)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[q]; ok {
 		_ = s.Close()
-		return old
+		return old, false
+	}
+	if len(c.m) >= maxCachedStmts {
+		_ = s.Close()
+		return nil, false
 	}
 	c.m[q] = s
-	return s
+	return s, false
 }
 
 func (c *stmtCache) close() {
@@ -153,8 +173,12 @@ func (t *sqlTx) prepared(ctx context.Context, q string) *sql.Stmt {
 	if t.stmts == nil {
 		return nil
 	}
-	if s := t.stmts.stmt(ctx, q); s != nil {
+	s, later := t.stmts.stmt(ctx, q)
+	if s != nil {
 		return t.tx.StmtContext(ctx, s)
+	}
+	if later && !slices.Contains(t.later, q) {
+		t.later = append(t.later, q)
 	}
 	return nil
 }
@@ -202,12 +226,18 @@ func (t *sqlTx) Rollback(context.Context) error {
 	return err
 }
 
-// ended releases the transaction's place in the WAL gate, once.
+// ended releases the transaction's place in the WAL gate, once, and
+// prepares the statements it ran unprepared for want of an idle
+// connection, now that its own is back in the pool.
 func (t *sqlTx) ended() {
 	if t.release != nil {
 		t.release()
 		t.release = nil
 	}
+	for _, q := range t.later {
+		_, _ = t.stmts.prepare(context.Background(), q)
+	}
+	t.later = nil
 }
 
 type sqlRows struct{ *sql.Rows }
