@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -52,11 +53,37 @@ func answerDirect(ctx context.Context) *graphql.Response {
 		}
 	}
 	readAhead(ctx)
-	w.b = make([]byte, 0, 4096)
+	w.b = takeBuffer()
 	if !w.query(fields) {
+		giveBuffer(w.b)
 		return nil
 	}
 	return &graphql.Response{Data: w.b}
+}
+
+// buffers holds the buffers direct answers are written in: a batch of runs
+// grew a fresh one to its size on every request, twice (data, then body).
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuffer is the largest buffer kept for reuse, so that one huge
+// answer does not stay in memory for good.
+const maxPooledBuffer = 256 << 10
+
+func takeBuffer() []byte {
+	b := *buffers.Get().(*[]byte)
+	if b == nil {
+		b = make([]byte, 0, 4096)
+	}
+	return b[:0]
+}
+
+// giveBuffer returns b for reuse; nothing may hold b after.
+func giveBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledBuffer {
+		return
+	}
+	b = b[:0]
+	buffers.Put(&b)
 }
 
 // answerBody hands the transport a stand-in for resp, a direct answer,
@@ -68,12 +95,13 @@ func answerDirect(ctx context.Context) *graphql.Response {
 // body is the executor's, byte for byte. A response that goes out
 // otherwise (over a WebSocket, an event stream) is returned as it is.
 func answerBody(ctx context.Context, resp *graphql.Response) *graphql.Response {
-	body := make([]byte, 0, len(resp.Data)+200)
+	body := takeBuffer()
 	body = append(body, `{"data":`...)
 	body = append(body, resp.Data...)
 	if len(resp.Extensions) > 0 {
 		ext, err := json.Marshal(resp.Extensions)
 		if err != nil {
+			giveBuffer(body)
 			return resp
 		}
 		body = append(body, `,"extensions":`...)
@@ -81,8 +109,10 @@ func answerBody(ctx context.Context, resp *graphql.Response) *graphql.Response {
 	}
 	body = append(body, '}')
 	if !recordOf(ctx).setBody(body) {
+		giveBuffer(body)
 		return resp
 	}
+	giveBuffer(resp.Data)
 	return &graphql.Response{Data: json.RawMessage("null")}
 }
 

@@ -69,7 +69,9 @@ func (w *requestErrorWriter) WriteHeader(code int) {
 func (w *requestErrorWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		if body := w.rec.takeBody(); body != nil {
-			if _, err := w.ResponseWriter.Write(body); err != nil {
+			_, err := w.ResponseWriter.Write(body)
+			giveBuffer(body)
+			if err != nil {
 				return 0, err
 			}
 			return len(b), nil
