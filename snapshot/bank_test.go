@@ -36,8 +36,9 @@ func testSeconds(t testing.TB, name string, def float64) time.Duration {
 // TestReadsNeverSeeATornTransfer is the bank test: accounts are runs whose
 // state holds a balance, a writer moves amounts between two of them in one
 // transaction each, and readers that read every account — by batches of ids
-// and by pages of the children of the bank run, several statements per read
-// — must always see the same total. FLOWSNAP_BANK_TEST_SECONDS sets how
+// and by pages of the children of the bank run, several statements per read,
+// or all at once in one statement run alone, with the position read in it —
+// must always see the same total. FLOWSNAP_BANK_TEST_SECONDS sets how
 // long the writer runs per dialect (default 4).
 func TestReadsNeverSeeATornTransfer(t *testing.T) {
 	t.Parallel()
@@ -59,7 +60,7 @@ func TestReadsNeverSeeATornTransfer(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), duration)
 		defer cancel()
-		var transfers, reads, batchReads, pageReads, torn, late, backwards atomic.Int64
+		var transfers, reads, batchReads, pageReads, aloneReads, torn, late, backwards atomic.Int64
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -87,18 +88,14 @@ func TestReadsNeverSeeATornTransfer(t *testing.T) {
 				defer wg.Done()
 				var last snapshot.Position
 				for n := 0; ctx.Err() == nil; n++ {
-					byPages := (n+g)%2 == 1
-					sum, count, pos, maxRev, err := readAccounts(context.Background(), f.r, ids, byPages)
+					how := readHow((n + g) % 3)
+					sum, count, pos, maxRev, err := readAccounts(context.Background(), f.r, ids, how)
 					if err != nil {
 						t.Errorf("reading the accounts: %v", err)
 						return
 					}
 					reads.Add(1)
-					if byPages {
-						pageReads.Add(1)
-					} else {
-						batchReads.Add(1)
-					}
+					map[readHow]*atomic.Int64{byBatches: &batchReads, byPages: &pageReads, alone: &aloneReads}[how].Add(1)
 					if sum != total || count != accounts {
 						torn.Add(1)
 						t.Errorf("a read at revision %d saw %d accounts holding %d, want %d holding %d", pos.Revision, count, sum, accounts, total)
@@ -116,15 +113,15 @@ func TestReadsNeverSeeATornTransfer(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		t.Logf("%s: %d reads (%d by batches of ids, %d by pages of children), %d transfers, %d torn reads, %d runs after the position, %d positions going back",
-			d, reads.Load(), batchReads.Load(), pageReads.Load(), transfers.Load(), torn.Load(), late.Load(), backwards.Load())
+		t.Logf("%s: %d reads (%d by batches of ids, %d by pages of children, %d in one statement alone), %d transfers, %d torn reads, %d runs after the position, %d positions going back",
+			d, reads.Load(), batchReads.Load(), pageReads.Load(), aloneReads.Load(), transfers.Load(), torn.Load(), late.Load(), backwards.Load())
 		if torn.Load() != 0 || late.Load() != 0 || backwards.Load() != 0 {
 			t.Fatalf("reads were not snapshots")
 		}
-		if transfers.Load() < 10 || batchReads.Load() < 10 || pageReads.Load() < 10 {
-			t.Fatalf("too little happened to tell: %d transfers, %d reads by batches, %d by pages", transfers.Load(), batchReads.Load(), pageReads.Load())
+		if transfers.Load() < 10 || batchReads.Load() < 10 || pageReads.Load() < 10 || aloneReads.Load() < 10 {
+			t.Fatalf("too little happened to tell: %d transfers, %d reads by batches, %d by pages, %d alone", transfers.Load(), batchReads.Load(), pageReads.Load(), aloneReads.Load())
 		}
-		if sum, _, _, _, err := readAccounts(context.Background(), f.r, ids, false); err != nil || sum != total {
+		if sum, _, _, _, err := readAccounts(context.Background(), f.r, ids, byBatches); err != nil || sum != total {
 			t.Fatalf("final total %d, %v; want %d", sum, err, total)
 		}
 		noOpenReads(t, f.ro)
@@ -165,9 +162,23 @@ func transfer(ctx context.Context, db *store.DB, from, to string, amount int64) 
 // readAccounts reads every account in one read — by batches of 25 ids, or
 // by pages of 25 children of the bank run — and returns their total, how
 // many it found, the read's position and the highest revision among them.
-func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, byPages bool) (sum int64, count int, pos snapshot.Position, maxRev int64, err error) {
+// readHow is how readAccounts reads: several statements by batches of
+// ids or by pages of children, or every account in one statement run
+// alone (snapshot.Read.Alone).
+type readHow int
+
+const (
+	byBatches readHow = iota
+	byPages
+	alone
+)
+
+func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, how readHow) (sum int64, count int, pos snapshot.Position, maxRev int64, err error) {
 	ctx, rd := r.Begin(ctx)
 	defer rd.End()
+	if how == alone {
+		rd.Alone()
+	}
 	add := func(res snapshot.Result[snapshot.Snapshot]) error {
 		if res.Err != nil {
 			return res.Err
@@ -185,8 +196,11 @@ func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, byPages
 		maxRev = max(maxRev, run.Revision)
 		return nil
 	}
-	const size = 25
-	if byPages {
+	size := 25
+	if how == alone {
+		size = len(ids)
+	}
+	if how == byPages {
 		var after *string
 		for {
 			p, err := r.Children(ctx, snapshot.PageRequest{Anchor: "bank", First: ptr(size), After: after})
@@ -215,6 +229,9 @@ func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, byPages
 				}
 			}
 		}
+	}
+	if how == alone && !snapshot.RanAlone(rd) {
+		return 0, 0, pos, 0, fmt.Errorf("the read did not run alone")
 	}
 	pos, _ = rd.Position()
 	return sum, count, pos, maxRev, nil

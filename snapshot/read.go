@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -47,6 +48,24 @@ type Read struct {
 	statements int
 	// min is the least revision the read may be at (see AtLeast).
 	min int64
+	// alone asks that the first statement run on its own (see Alone);
+	// ranAlone says it did, and that no other may follow.
+	alone, ranAlone bool
+}
+
+// Alone says that the operation needs one statement: the first then runs
+// on its own, outside a transaction, with the position read in it
+// (store.DB.ReadAlone): one statement is one snapshot in both dialects,
+// and it spares BEGIN and ROLLBACK, on PostgreSQL a round trip and a
+// third of a one-run read's CPU. A second statement is refused (Internal)
+// rather than read at another snapshot, so the caller must be sure. It
+// has no effect once something was read, nor on a reader with replicas.
+func (rd *Read) Alone() {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.tx == nil && !rd.ranAlone && rd.r.replicas == nil {
+		rd.alone = true
+	}
 }
 
 // Begin returns a context whose reads all happen in one transaction, and
@@ -68,6 +87,9 @@ func (rd *Read) End() {
 		return
 	}
 	rd.ended = true
+	if rd.ranAlone && rd.opened != (time.Time{}) && rd.r.OnRead != nil {
+		rd.r.OnRead(time.Since(rd.opened), nil)
+	}
 	if rd.tx == nil {
 		return
 	}
@@ -117,7 +139,7 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	if err := fn(q); err != nil {
 		return err
 	}
-	if rd.tx == nil {
+	if rd.tx == nil && !rd.ranAlone {
 		_, err := q.position()
 		return err
 	}
@@ -160,6 +182,79 @@ func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows
 		return nil, err
 	}
 	return rows, nil
+}
+
+// openAlone runs first on its own, with the position read in it (see
+// Alone). The position is checked as begin checks it when the first row
+// is scanned, before the caller sees that row.
+func (rd *Read) openAlone(ctx context.Context, first string, args []any) (store.Rows, error) {
+	rd.ranAlone = true
+	a := &aloneRows{rd: rd}
+	rows, err := rd.r.db.ReadAlone(ctx, selectPosition, []any{&a.src, &a.rev}, first, args...)
+	if err != nil {
+		if fault.CodeOf(err) == "" || fault.CodeOf(err) == fault.Internal {
+			err = persistence(err, "reading")
+		}
+		rd.err = err
+		return nil, err
+	}
+	a.Rows = rows
+	return a, nil
+}
+
+// aloneRows are the rows of a statement run alone: the first one scanned
+// places the read at the position it carries.
+type aloneRows struct {
+	store.Rows
+	rd     *Read
+	src    string
+	rev    int64
+	placed bool
+}
+
+func (a *aloneRows) Scan(dest ...any) error {
+	if err := a.Rows.Scan(dest...); err != nil {
+		return err
+	}
+	if a.placed {
+		return nil
+	}
+	a.placed = true
+	pos, err := checkPosition(a.src, a.rev)
+	if err == nil && pos.Revision < a.rd.min {
+		err = beyondStore(a.rd.min, pos.Revision)
+	}
+	if err == nil {
+		err = a.rd.r.sameSource(pos.Source)
+	}
+	if err != nil {
+		a.rd.err = err
+		return err
+	}
+	// The position and the statement: what begin counts for a first
+	// statement pipelined with it.
+	a.rd.pos, a.rd.opened = pos, time.Now()
+	a.rd.statements += 2
+	return nil
+}
+
+// Err is the statement's error; one before the position was read is the
+// read's, for every later read of the operation.
+func (a *aloneRows) Err() error {
+	err := a.Rows.Err()
+	if err == nil || a.placed {
+		return err
+	}
+	switch c := fault.CodeOf(err); {
+	case errors.Is(err, store.ErrNoRows):
+		err = fault.Errorf(fault.PersistenceFailed, "the store answered no row: it has no position row, or is not an engine store")
+	case c == "" || c == fault.Internal:
+		err = persistence(err, "reading")
+	}
+	if a.rd.err == nil {
+		a.rd.err = err
+	}
+	return err
 }
 
 // beginWith opens a read at a position at or after min and, when first is
@@ -278,6 +373,15 @@ func (q *querier) pos() Position { return q.rd.pos }
 // position opens the transaction if it is not open yet, and returns its
 // position.
 func (q *querier) position() (Position, error) {
+	if q.rd.ranAlone {
+		if q.rd.err != nil {
+			return Position{}, q.rd.err
+		}
+		if q.rd.opened == (time.Time{}) {
+			return Position{}, fault.Errorf(fault.Internal, "the position was asked for before the read's one statement answered")
+		}
+		return q.rd.pos, nil
+	}
 	if q.rd.tx == nil {
 		if _, err := q.rd.open(q.ctx, "", nil); err != nil {
 			return Position{}, err
@@ -289,7 +393,15 @@ func (q *querier) position() (Position, error) {
 // query runs a statement; the transaction's first opens it, in one round
 // trip with its BEGIN and the position on PostgreSQL.
 func (q *querier) query(sql string, args ...any) (store.Rows, error) {
-	if q.rd.tx == nil {
+	switch {
+	case q.rd.ranAlone:
+		if q.rd.err != nil {
+			return nil, q.rd.err
+		}
+		return nil, fault.Errorf(fault.Internal, "a read of one statement needed another")
+	case q.rd.tx == nil && q.rd.alone:
+		return q.rd.openAlone(q.ctx, sql, args)
+	case q.rd.tx == nil:
 		return q.rd.open(q.ctx, sql, args)
 	}
 	q.rd.statements++
@@ -302,11 +414,17 @@ func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 func (q *querier) each(sql string, args []any, dest []any, doing string, row func() error) error {
 	rows, err := q.query(sql, args...)
 	if err != nil {
+		if fault.CodeOf(err) == fault.Internal {
+			return err // a statement after one run alone
+		}
 		return persistence(err, doing)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
+			if c := fault.CodeOf(err); c != "" && c != fault.Internal {
+				return err // the position a statement run alone carries
+			}
 			return persistence(err, doing)
 		}
 		if err := row(); err != nil {
@@ -314,6 +432,9 @@ func (q *querier) each(sql string, args []any, dest []any, doing string, row fun
 		}
 	}
 	if err := rows.Err(); err != nil {
+		if c := fault.CodeOf(err); c != "" && c != fault.Internal {
+			return err
+		}
 		return persistence(err, doing)
 	}
 	return nil

@@ -312,15 +312,9 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 		}
 		return &pgTx{tx: tx}, nil
 	default:
-		if err := db.sameFile(); err != nil {
+		release, err := db.enterRead(ctx)
+		if err != nil {
 			return nil, err
-		}
-		release := func() {}
-		if db.gate != nil {
-			var err error
-			if release, err = db.gate.enter(ctx); err != nil {
-				return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
-			}
 		}
 		tx, err := db.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
@@ -329,6 +323,22 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 		}
 		return &sqlTx{tx: tx, stmts: db.readStmts, release: release}, nil
 	}
+}
+
+// enterRead lets a SQLite read begin: the store file must be the one
+// opened, and the WAL gate must let the read in. The read calls release
+// once it has ended.
+func (db *DB) enterRead(ctx context.Context) (release func(), err error) {
+	if err := db.sameFile(); err != nil {
+		return nil, err
+	}
+	if db.gate == nil {
+		return func() {}, nil
+	}
+	if release, err = db.gate.enter(ctx); err != nil {
+		return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
+	}
+	return release, nil
 }
 
 // WALGate reports how many read transactions the SQLite WAL gate counts as
