@@ -36,7 +36,7 @@ var directRootFields = map[string]bool{"__typename": true, "run": true, "node": 
 // answerDirect returns the response of the operation in ctx when every
 // field it selects is one the direct answer knows and nothing fails; nil
 // leaves the operation to the executor.
-func answerDirect(ctx context.Context) *graphql.Response {
+func answerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 	oc := graphql.GetOperationContext(ctx)
 	l := loadersFrom(ctx)
 	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || l == nil {
@@ -47,10 +47,17 @@ func answerDirect(ctx context.Context) *graphql.Response {
 	if !ok {
 		return nil
 	}
+	reads := 0
 	for _, f := range fields {
 		if !directRootFields[f.Name] {
 			return nil
 		}
+		if f.Name != "__typename" {
+			reads++
+		}
+	}
+	if reads == 1 && w.runRowsOnly(fields) {
+		rd.Alone()
 	}
 	readAhead(ctx)
 	w.b = takeBuffer()
@@ -59,6 +66,39 @@ func answerDirect(ctx context.Context) *graphql.Response {
 		return nil
 	}
 	return &graphql.Response{Data: w.b}
+}
+
+// rowFields are the fields of Run and MissingRun that their row holds
+// (with Owner's and Waiting's): every other one, a page or the journal,
+// is a statement of its own.
+var rowFields = map[string]bool{
+	"__typename": true, "id": true, "revision": true, "status": true, "flowName": true, "state": true,
+	"createdAt": true, "startedAt": true, "finishedAt": true, "heartbeatAt": true, "owner": true,
+	"parentRunId": true, "executionParentId": true, "lineageId": true, "roundOrdinal": true, "waiting": true,
+	"deleted": true, "deletedAtRevision": true,
+}
+
+// runRowsOnly reports whether the runs that fields select need nothing but
+// their own rows, so that the read-ahead reads them in one statement,
+// which may then run alone (snapshot.Read.Alone).
+func (w *directWriter) runRowsOnly(fields []graphql.CollectedField) bool {
+	for _, f := range fields {
+		if f.Name == "__typename" {
+			continue
+		}
+		for _, implementors := range [][]string{runImplementors, missingRunImplementors} {
+			sub, ok := w.collect(f.Selections, implementors)
+			if !ok {
+				return false
+			}
+			for _, rf := range sub {
+				if !rowFields[rf.Name] {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // buffers holds the buffers direct answers are written in: a batch of runs

@@ -288,7 +288,7 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		var resp *graphql.Response
 		if !opts.NoDirect && !tried {
 			tried = true
-			if resp = answerDirect(dctx); resp != nil {
+			if resp = answerDirect(dctx, rd); resp != nil {
 				answeredDirectly = true
 				// What the executor's response middleware does for an
 				// answer without errors.
@@ -371,6 +371,9 @@ func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, dire
 	}
 	if direct {
 		attrs = append(attrs, slog.Bool("direct", true))
+	}
+	if rd.RanAlone() {
+		attrs = append(attrs, slog.Bool("alone", true))
 	}
 	if !recordOf(ctx).refused() {
 		// A refused request is logged once, by the endpoint, with a rate

@@ -41,6 +41,10 @@ type loadShape struct {
 	query string
 	vars  func(id string) map[string]any
 	raw   func(tx store.Tx, id string) error
+	// alone, when set, is raw's statement as one statement of its own
+	// (the position read in it), as flowsnap reads a shape that needs one
+	// statement: the rawSQLAlone rows.
+	alone string
 }
 
 const (
@@ -51,7 +55,9 @@ const (
 // BenchmarkLoad serves four shapes of request over HTTP at once from
 // loadClients() clients — one run, a batch of 100 runs, the dashboard query
 // and a page of 100 children 1,000 deep — each beside bare SQL reading the
-// same rows in the same kind of read transaction. Besides req/s and
+// same rows in the same kind of read transaction (and, for the one run
+// and the batch, which flowsnap reads in one statement run alone, beside
+// bare SQL doing the same: rawSQLAlone). Besides req/s and
 // latency it reports CPU per request. The GraphQL server runs in a process
 // of its own (this test binary started again, see TestMain), so that its
 // CPU is counted apart from the benchmark's HTTP client: cpu-µs/req is the
@@ -88,17 +94,21 @@ func BenchmarkLoad(b *testing.B) {
 				batch = append(batch, bs.anchors[len(batch)%len(bs.anchors)])
 			}
 			runCols := `r.run_id, r.status, r.state_json, r.created_at_ms`
+			rawOneRun := `SELECT ` + runCols + ` FROM flows_runs r WHERE r.run_id = $1`
+			rawBatch := `WITH q(id) AS (` + d.TextList(1) + `) SELECT ` + runCols + ` FROM q JOIN flows_runs r ON r.run_id = q.id`
 			shapes := []loadShape{
 				{name: "run", query: `query($id: ID!) { run(id: $id) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },
 					raw: func(tx store.Tx, id string) error {
-						return rawRows(tx, `SELECT `+runCols+` FROM flows_runs r WHERE r.run_id = $1`, id)
-					}},
+						return rawRows(tx, rawOneRun, id)
+					},
+					alone: rawOneRun},
 				{name: "batch100", query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(string) map[string]any { return map[string]any{"ids": batch} },
 					raw: func(tx store.Tx, _ string) error {
-						return rawRows(tx, `WITH q(id) AS (`+d.TextList(1)+`) SELECT `+runCols+` FROM q JOIN flows_runs r ON r.run_id = q.id`, d.TextListArg(batch))
-					}},
+						return rawRows(tx, rawBatch, d.TextListArg(batch))
+					},
+					alone: rawBatch},
 				{name: "dashboard", query: dashboardQuery,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },
 					raw: func(tx store.Tx, id string) error {
@@ -130,6 +140,20 @@ func BenchmarkLoad(b *testing.B) {
 				b.Run(s.name+"/rawSQL", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
 					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
+					cpu.report(b)
+				})
+				if s.alone == "" {
+					continue
+				}
+				b.Run(s.name+"/rawSQLAlone", func(b *testing.B) {
+					cpu := startCPU(b, db, app)
+					measureClients(b, bs, func(id string) error {
+						arg := any(id)
+						if s.name == "batch100" {
+							arg = d.TextListArg(batch)
+						}
+						return rawAlone(db, s.alone, arg)
+					})
 					cpu.report(b)
 				})
 			}
@@ -338,6 +362,27 @@ func rawRead(db *store.DB, fn func(tx store.Tx) error) error {
 		return err
 	}
 	return fn(tx)
+}
+
+// rawAlone runs sql as one statement of its own, outside a transaction,
+// with the position read in it, and scans every column of every row into
+// plain values.
+func rawAlone(db *store.DB, sql string, arg any) error {
+	var src string
+	var rev int64
+	rows, err := db.ReadAlone(context.Background(), `SELECT source, revision FROM flows_run_source WHERE singleton = 1`, []any{&src, &rev}, sql, arg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var vals [4]any
+	dest := []any{&vals[0], &vals[1], &vals[2], &vals[3]}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // rawRows runs one query and scans every column of every row into plain

@@ -37,7 +37,7 @@ func TestAloneReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !snapshot.RanAlone(rd) {
+		if !rd.RanAlone() {
 			t.Fatal("the read did not run alone")
 		}
 		for i := range want {
@@ -79,7 +79,7 @@ func TestAloneReads(t *testing.T) {
 		if _, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a"}); err != nil {
 			t.Fatal(err)
 		}
-		if snapshot.RanAlone(rd) {
+		if rd.RanAlone() {
 			t.Error("ran alone after the read had begun")
 		}
 		rd.End()

@@ -230,7 +230,7 @@ func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, how rea
 			}
 		}
 	}
-	if how == alone && !snapshot.RanAlone(rd) {
+	if how == alone && !rd.RanAlone() {
 		return 0, 0, pos, 0, fmt.Errorf("the read did not run alone")
 	}
 	pos, _ = rd.Position()

@@ -51,11 +51,3 @@ func PageSQL(d store.Dialect, kind cursor.Kind, key string, after int64) (string
 	}
 	return l.sql(d, []pageWant{{key: key, after: cursor.Cursor{Ordinal: after, Last: ""}, size: 10}})
 }
-
-// RanAlone reports whether rd's statement ran alone, outside a
-// transaction (see Read.Alone).
-func RanAlone(rd *Read) bool {
-	rd.mu.Lock()
-	defer rd.mu.Unlock()
-	return rd.ranAlone
-}

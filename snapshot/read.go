@@ -102,6 +102,14 @@ func (rd *Read) End() {
 	}
 }
 
+// RanAlone reports whether the read's one statement ran alone, outside a
+// transaction (see Alone).
+func (rd *Read) RanAlone() bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.ranAlone
+}
+
 // Position returns the position the transaction reads at, and false when
 // nothing was read (or the position could not be read).
 func (rd *Read) Position() (Position, bool) {
