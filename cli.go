@@ -56,7 +56,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
 			&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
 			&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
-			&cli.IntFlag{Name: "max-readers", Value: 8, Usage: "the most read transactions open at once", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
+			&cli.IntFlag{Name: "max-readers", Usage: "the most read transactions open at once", DefaultText: "8; on SQLite twice the CPUs, at most 8", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
 			&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
 				Validator: func(v string) error {

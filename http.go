@@ -104,7 +104,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.Logger = log
 	gopts.Metrics = metrics
 	gopts.Live = watcher
-	hm := newHTTPMetrics(reg, db, opts.maxReaders)
+	hm := newHTTPMetrics(reg, db)
 	compress := compressor()
 	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))))
 	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

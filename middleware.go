@@ -44,7 +44,7 @@ type httpMetrics struct {
 	responses *prometheus.CounterVec
 }
 
-func newHTTPMetrics(reg prometheus.Registerer, db *store.DB, maxReaders int) *httpMetrics {
+func newHTTPMetrics(reg prometheus.Registerer, db *store.DB) *httpMetrics {
 	m := &httpMetrics{responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flowsnap_http_responses_total",
 		Help: "HTTP responses by route and status code.",
@@ -63,7 +63,7 @@ func newHTTPMetrics(reg prometheus.Registerer, db *store.DB, maxReaders int) *ht
 	limit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "flowsnap_readers_max",
 		Help: "The most read transactions open at once (--max-readers).",
-	}, func() float64 { return float64(maxReaders) })
+	}, func() float64 { return float64(db.MaxReaders()) })
 	reg.MustRegister(m.responses, info, inUse, limit)
 	return m
 }

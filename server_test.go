@@ -253,7 +253,7 @@ func TestVersion(t *testing.T) {
 func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
 	t.Parallel()
 	for cmd, want := range map[string][]string{
-		"serve":   {"--db", "[$FLOWSNAP_DB]", "--cors-origin", "(default: 8)", "--max-tokens", "[$FLOWSNAP_MAX_TOKENS]"},
+		"serve":   {"--db", "[$FLOWSNAP_DB]", "--cors-origin", "(default: 8; on SQLite twice the CPUs, at most 8)", "(default: 16)", "--max-tokens", "[$FLOWSNAP_MAX_TOKENS]"},
 		"migrate": {"--db", "[$FLOWSNAP_DB]"},
 		"seed":    {"--runs", "(default: 10000)", "[$FLOWSNAP_SEED]"},
 	} {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/flowsnap/flowsnap/store"
@@ -75,4 +76,31 @@ func TestBusyReadersStillCacheStatements(t *testing.T) {
 	if err := tx.QueryRow(ctx, q, "a").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the cached statement read %d, %v", n, err)
 	}
+}
+
+// TestDefaultReaders opens each dialect without MaxReaders: PostgreSQL
+// gets 8 read connections, SQLite twice the CPUs, at most 8, since each of
+// its readers keeps a page cache of its own.
+func TestDefaultReaders(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		dsn := storetest.DSN(t, d)
+		storetest.OpenDSN(t, dsn, true)
+		db, err := store.Open(context.Background(), dsn, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		want := 8
+		if d == store.SQLite {
+			want = min(8, 2*runtime.GOMAXPROCS(0))
+		}
+		if got := db.MaxReaders(); got != want || store.DefaultReaders(d) != want {
+			t.Fatalf("%d readers (default %d), want %d", got, store.DefaultReaders(d), want)
+		}
+		if db, err := store.Open(context.Background(), dsn, store.Options{ReadOnly: true, MaxReaders: 3}); err != nil || db.MaxReaders() != 3 {
+			t.Fatalf("MaxReaders 3: %v", err)
+		} else {
+			db.Close()
+		}
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -46,8 +47,8 @@ type Options struct {
 	// engine's file; BeginWrite then fails.
 	ReadOnly bool
 	// MaxReaders bounds the connections used by read transactions (0 means
-	// a default). On SQLite this bounds how many read snapshots can pin the
-	// WAL at once.
+	// DefaultReaders). On SQLite this bounds how many read snapshots can
+	// pin the WAL at once.
 	MaxReaders int
 	// BusyTimeout is how long a SQLite write waits for a lock (0 means
 	// 5s). Reads wait as long as their context allows.
@@ -68,6 +69,8 @@ type Options struct {
 // DB is an open engine store. It is safe for concurrent use.
 type DB struct {
 	dialect Dialect
+	// readers is Options.MaxReaders as opened.
+	readers int
 	// SQLite: writer is a single connection, since SQLite admits one writer
 	// at a time and queueing in Go beats spinning on SQLITE_BUSY; reader is
 	// a pool of read-only connections.
@@ -94,9 +97,6 @@ type DB struct {
 // postgres:// (or postgresql://) URL. It checks that the database answers,
 // not that it holds an engine store (see Check). ctx bounds the check.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
-	if opts.MaxReaders <= 0 {
-		opts.MaxReaders = 8
-	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
@@ -104,8 +104,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	case dsn == "":
 		return nil, errors.New("no database given: pass --db with a SQLite path, a file: URI or a postgres:// URL")
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		if opts.MaxReaders <= 0 {
+			opts.MaxReaders = DefaultReaders(Postgres)
+		}
 		return openPostgres(ctx, dsn, opts)
 	case strings.HasPrefix(dsn, "file:"), !strings.Contains(dsn, "://"):
+		if opts.MaxReaders <= 0 {
+			opts.MaxReaders = DefaultReaders(SQLite)
+		}
 		return openSQLite(ctx, dsn, opts)
 	default:
 		scheme, _, _ := strings.Cut(dsn, "://")
@@ -137,13 +143,13 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("opening %s: %w", where, redactPG(err))
 	}
 	if opts.Lazy {
-		return &DB{dialect: Postgres, pool: pool, where: where}, nil
+		return &DB{dialect: Postgres, pool: pool, where: where, readers: opts.MaxReaders}, nil
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("cannot reach %s: %w", where, redactPG(err))
 	}
-	return &DB{dialect: Postgres, pool: pool, where: where}, nil
+	return &DB{dialect: Postgres, pool: pool, where: where, readers: opts.MaxReaders}, nil
 }
 
 // redactPG drops the connection string a pgx error may quote.
@@ -208,7 +214,7 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	where := fmt.Sprintf("SQLite database %s", filepath.Base(path))
-	db := &DB{dialect: SQLite, where: where, path: path}
+	db := &DB{dialect: SQLite, where: where, path: path, readers: opts.MaxReaders}
 	if !opts.ReadOnly {
 		if dir := filepath.Dir(path); dir != "" {
 			if _, err := os.Stat(dir); err != nil {
@@ -339,6 +345,22 @@ func (db *DB) enterRead(ctx context.Context) (release func(), err error) {
 		return nil, fault.Wrap(fault.Timeout, err, "waiting to read the store")
 	}
 	return release, nil
+}
+
+// MaxReaders is how many read transactions the store lets be open at once.
+func (db *DB) MaxReaders() int { return db.readers }
+
+// DefaultReaders is how many read connections a store of dialect d gets
+// unless told: 8 on PostgreSQL; on SQLite twice the CPUs, at most 8. Each
+// SQLite connection keeps a page cache of its own (up to 2 MiB), holding
+// much the same pages as the others', while reads that find their pages
+// cached need a CPU each: beyond the CPUs, readers add memory (4 MiB each
+// under load) and WAL pins, not reads per second.
+func DefaultReaders(d Dialect) int {
+	if d == Postgres {
+		return 8
+	}
+	return min(8, 2*runtime.GOMAXPROCS(0))
 }
 
 // WALGate reports how many read transactions the SQLite WAL gate counts as
