@@ -56,8 +56,8 @@ type Read struct {
 // Alone says that the operation needs one statement: the first then runs
 // on its own, outside a transaction, with the position read in it
 // (store.DB.ReadAlone): one statement is one snapshot in both dialects,
-// and it spares BEGIN and ROLLBACK, on PostgreSQL a round trip and a
-// third of a one-run read's CPU. A second statement is refused (Internal)
+// and it spares BEGIN and ROLLBACK, on PostgreSQL a round trip. A second
+// statement is refused (Internal)
 // rather than read at another snapshot, so the caller must be sure. It
 // has no effect once something was read, nor on a reader with replicas.
 func (rd *Read) Alone() {
