@@ -41,10 +41,10 @@ type loadShape struct {
 	query string
 	vars  func(id string) map[string]any
 	raw   func(tx store.Tx, id string) error
-	// alone, when set, is raw's statement as one statement of its own
-	// (the position read in it), as flowsnap reads a shape that needs one
-	// statement: the rawSQLAlone rows.
-	alone string
+	// alone, when set, returns raw's statement and its argument, to read
+	// as one statement of its own (the position read in it), as flowsnap
+	// reads a shape that needs one statement: the rawSQLAlone rows.
+	alone func(id string) (string, any)
 }
 
 const (
@@ -102,13 +102,13 @@ func BenchmarkLoad(b *testing.B) {
 					raw: func(tx store.Tx, id string) error {
 						return rawRows(tx, rawOneRun, id)
 					},
-					alone: rawOneRun},
+					alone: func(id string) (string, any) { return rawOneRun, id }},
 				{name: "batch100", query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(string) map[string]any { return map[string]any{"ids": batch} },
 					raw: func(tx store.Tx, _ string) error {
 						return rawRows(tx, rawBatch, d.TextListArg(batch))
 					},
-					alone: rawBatch},
+					alone: func(string) (string, any) { return rawBatch, d.TextListArg(batch) }},
 				{name: "dashboard", query: dashboardQuery,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },
 					raw: func(tx store.Tx, id string) error {
@@ -142,18 +142,12 @@ func BenchmarkLoad(b *testing.B) {
 					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
 					cpu.report(b)
 				})
-				if s.alone == "" {
+				if s.alone == nil {
 					continue
 				}
 				b.Run(s.name+"/rawSQLAlone", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
-					measureClients(b, bs, func(id string) error {
-						arg := any(id)
-						if s.name == "batch100" {
-							arg = d.TextListArg(batch)
-						}
-						return rawAlone(db, s.alone, arg)
-					})
+					measureClients(b, bs, func(id string) error { return rawAlone(db, s.alone, id) })
 					cpu.report(b)
 				})
 			}
@@ -367,7 +361,8 @@ func rawRead(db *store.DB, fn func(tx store.Tx) error) error {
 // rawAlone runs sql as one statement of its own, outside a transaction,
 // with the position read in it, and scans every column of every row into
 // plain values.
-func rawAlone(db *store.DB, sql string, arg any) error {
+func rawAlone(db *store.DB, statement func(id string) (string, any), id string) error {
+	sql, arg := statement(id)
 	var src string
 	var rev int64
 	rows, err := db.ReadAlone(context.Background(), `SELECT source, revision FROM flows_run_source WHERE singleton = 1`, []any{&src, &rev}, sql, arg)

@@ -173,10 +173,8 @@ func (rd *Read) begin(ctx context.Context, first string, args []any) (store.Rows
 		switch {
 		case err == store.ErrNoRows:
 			return nil, fault.Errorf(fault.PersistenceFailed, "the store has no position row: it is not an engine store")
-		case fault.CodeOf(err) != "" && fault.CodeOf(err) != fault.Internal:
-			return nil, err
 		}
-		return nil, persistence(err, "reading the position")
+		return nil, persistenceUnlessCoded(err, "reading the position")
 	}
 	rd.tx, rd.opened, rd.pos = tx, time.Now(), pos
 	rd.statements++
@@ -200,11 +198,8 @@ func (rd *Read) openAlone(ctx context.Context, first string, args []any) (store.
 	a := &aloneRows{rd: rd}
 	rows, err := rd.r.db.ReadAlone(ctx, selectPosition, []any{&a.src, &a.rev}, first, args...)
 	if err != nil {
-		if fault.CodeOf(err) == "" || fault.CodeOf(err) == fault.Internal {
-			err = persistence(err, "reading")
-		}
-		rd.err = err
-		return nil, err
+		rd.err = persistenceUnlessCoded(err, "reading")
+		return nil, rd.err
 	}
 	a.Rows = rows
 	return a, nil
@@ -253,11 +248,10 @@ func (a *aloneRows) Err() error {
 	if err == nil || a.placed {
 		return err
 	}
-	switch c := fault.CodeOf(err); {
-	case errors.Is(err, store.ErrNoRows):
+	if errors.Is(err, store.ErrNoRows) {
 		err = fault.Errorf(fault.PersistenceFailed, "the store answered no row: it has no position row, or is not an engine store")
-	case c == "" || c == fault.Internal:
-		err = persistence(err, "reading")
+	} else {
+		err = persistenceUnlessCoded(err, "reading")
 	}
 	if a.rd.err == nil {
 		a.rd.err = err
@@ -368,6 +362,18 @@ func persistence(err error, doing string) error {
 	return fault.Wrap(fault.PersistenceFailed, err, "%s failed", doing)
 }
 
+// persistenceUnlessCoded is persistence for an error without a code of its
+// own (a driver's), and err itself for one with a code.
+func persistenceUnlessCoded(err error, doing string) error {
+	if fault.CodeOf(err) != fault.Internal {
+		return err
+	}
+	return persistence(err, doing)
+}
+
+// errSecondStatement refuses a statement after one run alone (see Alone).
+var errSecondStatement = fault.Errorf(fault.Internal, "a read of one statement needed another")
+
 // querier runs statements in a Read's transaction, counting them.
 type querier struct {
 	rd  *Read
@@ -406,7 +412,7 @@ func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 		if q.rd.err != nil {
 			return nil, q.rd.err
 		}
-		return nil, fault.Errorf(fault.Internal, "a read of one statement needed another")
+		return nil, errSecondStatement
 	case q.rd.tx == nil && q.rd.alone:
 		return q.rd.openAlone(q.ctx, sql, args)
 	case q.rd.tx == nil:
@@ -422,28 +428,24 @@ func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 func (q *querier) each(sql string, args []any, dest []any, doing string, row func() error) error {
 	rows, err := q.query(sql, args...)
 	if err != nil {
-		if fault.CodeOf(err) == fault.Internal {
-			return err // a statement after one run alone
+		if errors.Is(err, errSecondStatement) {
+			return err
 		}
 		return persistence(err, doing)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			if c := fault.CodeOf(err); c != "" && c != fault.Internal {
-				return err // the position a statement run alone carries
-			}
-			return persistence(err, doing)
+			// A statement run alone fails its first scan with the
+			// position's own error.
+			return persistenceUnlessCoded(err, doing)
 		}
 		if err := row(); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		if c := fault.CodeOf(err); c != "" && c != fault.Internal {
-			return err
-		}
-		return persistence(err, doing)
+		return persistenceUnlessCoded(err, doing)
 	}
 	return nil
 }

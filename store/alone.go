@@ -50,14 +50,13 @@ func (db *DB) ReadAlone(ctx context.Context, first string, firstDest []any, quer
 
 // aloneRows are the rows of ReadAlone: first's columns, then query's.
 type aloneRows struct {
-	rows  Rows
-	first []any
-	all   []any // first then the caller's targets, reused row to row
-	seen  bool
-	// pg says the rows are pgx's; scanned that a row has been scanned.
-	pg, scanned bool
-	err         error
-	closed      func() // nil once called, and on PostgreSQL
+	rows   Rows
+	first  []any
+	all    []any // first then the caller's targets, reused row to row
+	n      int   // rows so far
+	pg     bool  // the rows are pgx's
+	err    error
+	closed func() // nil once called, and on PostgreSQL
 }
 
 func (r *aloneRows) Next() bool {
@@ -65,23 +64,22 @@ func (r *aloneRows) Next() bool {
 		return false
 	}
 	if !r.rows.Next() {
-		if !r.seen && r.rows.Err() == nil {
+		if r.n == 0 && r.rows.Err() == nil {
 			r.err = ErrNoRows
 		}
 		return false
 	}
-	r.seen = true
+	r.n++
 	return true
 }
 
 func (r *aloneRows) Scan(dest ...any) error {
 	r.all = append(append(r.all[:0], r.first...), dest...)
-	if r.scanned && r.pg {
+	if r.n > 1 && r.pg {
 		// pgx skips a nil target: first's columns, the same on every row,
 		// are decoded once.
 		clear(r.all[:len(r.first)])
 	}
-	r.scanned = true
 	err := r.rows.Scan(r.all...)
 	if err == pgx.ErrNoRows || err == sql.ErrNoRows {
 		return ErrNoRows
