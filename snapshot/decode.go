@@ -43,7 +43,10 @@ LEFT JOIN flows_runs r ON r.run_id = q.id`
 // of the wrong type (possible in SQLite, whose columns are not typed) fails
 // its own element with DECODE_FAILED instead of failing the whole read.
 type rawRun struct {
+	// id is the run's id: the row's, idText, as the caller takes it (the
+	// one it asked for, or rowID's copy).
 	id                                                       string
+	idText                                                   any
 	revision, deleted, runID, status                         any
 	createdAt, startedAt, finishedAt                         any
 	ownerHost, ownerPid, ownerNonce, heartbeat               any
@@ -55,21 +58,46 @@ type rawRun struct {
 }
 
 // dest returns the scan destinations of w's columns, the integer ones
-// through store.IntDests: an integer read from PostgreSQL is held as an
-// *int64 (which toInt reads), valid until the next row is scanned.
+// through store.IntDests and the text ones through store.TextDests: read
+// from PostgreSQL, an integer is held as an *int64 (which toInt reads) and
+// a text as a *store.Text (which toText and toBytes read), valid until the
+// next row is scanned.
 func (w *rawRun) dest() []any {
 	n := store.IntDests(&w.revision, &w.deleted,
 		&w.createdAt, &w.startedAt, &w.finishedAt,
 		&w.ownerPid, &w.heartbeat, &w.claimPid, &w.claimedAt,
 		&w.ordinal, &w.cancelRequested, &w.waitingWake)
-	return []any{&w.id, n[0], n[1], &w.runID, &w.status,
+	t := store.TextDests(&w.idText, &w.status, &w.ownerHost, &w.ownerNonce, &w.claimHost, &w.claimNonce,
+		&w.state, &w.parentRunID, &w.executionParentID, &w.lineage, &w.cancelAck,
+		&w.waitingReason, &w.waitingToken, &w.waitingRequest, &w.edgeParent)
+	return []any{t[0], n[0], n[1], &w.runID, t[1],
 		n[2], n[3], n[4],
-		&w.ownerHost, n[5], &w.ownerNonce, n[6],
-		&w.claimHost, n[7], &w.claimNonce, n[8],
-		&w.state, &w.parentRunID, &w.executionParentID, &w.lineage, n[9],
-		n[10], &w.cancelAck,
-		&w.waitingReason, n[11], &w.waitingToken, &w.waitingRequest,
-		&w.edgeParent}
+		t[2], n[5], t[3], n[6],
+		t[4], n[7], t[5], n[8],
+		t[6], t[7], t[8], t[9], n[9],
+		n[10], t[10],
+		t[11], n[11], t[12], t[13],
+		t[14]}
+}
+
+// rowID returns a copy of the row's id.
+func (w *rawRun) rowID() string {
+	s, _ := toText(w.idText)
+	return s
+}
+
+// indexOf returns where the text v holds, as toText accepts it, is in m,
+// without copying it.
+func indexOf(m map[string]int, v any) (int, bool) {
+	var i int
+	var ok bool
+	switch s := v.(type) {
+	case string:
+		i, ok = m[s]
+	case *store.Text:
+		i, ok = m[string(*s)]
+	}
+	return i, ok
 }
 
 // decodeError collects the first problem of a row's decoding.
@@ -95,8 +123,16 @@ func (d *decodeError) optMillis(col string, v any) *Millis {
 	if v == nil {
 		return nil
 	}
-	m := Millis(d.natural(col, v))
-	return &m
+	return d.optMillisIn(col, v, new(Millis))
+}
+
+// optMillisIn is optMillis keeping the value in cell.
+func (d *decodeError) optMillisIn(col string, v any, cell *Millis) *Millis {
+	if v == nil {
+		return nil
+	}
+	*cell = Millis(d.natural(col, v))
+	return cell
 }
 
 func (d *decodeError) text(col string, v any) string {
@@ -127,13 +163,42 @@ func (d *decodeError) optIdent(col string, v any) *string {
 	if v == nil {
 		return nil
 	}
-	s := d.ident(col, v)
-	return &s
+	return d.optIdentIn(col, v, new(string))
+}
+
+// optIdentIn is optIdent keeping the value in cell.
+func (d *decodeError) optIdentIn(col string, v any, cell *string) *string {
+	if v == nil {
+		return nil
+	}
+	*cell = d.ident(col, v)
+	return cell
+}
+
+// status returns the status column, which must be one of vocab.Statuses,
+// as the constant it is, so that a run's status is not a copy of its own.
+func (d *decodeError) status(v any) vocab.Status {
+	if t, ok := v.(*store.Text); ok {
+		for _, s := range vocab.Statuses {
+			if string(*t) == string(s) {
+				return s
+			}
+		}
+	}
+	s := vocab.Status(d.text("status", v))
+	if d.msg == "" && !s.Valid() {
+		d.fail("status is not one of pending, running, suspended, completed, failed, cancelled")
+	}
+	return s
 }
 
 // json returns the column's text when it is one valid JSON value.
 func (d *decodeError) json(col string, v any) json.RawMessage {
-	doc := json.RawMessage(d.text(col, v))
+	doc, ok := toBytes(v)
+	if !ok {
+		d.fail("column %s is not text", col)
+		return nil
+	}
 	if !validJSON(doc) {
 		d.fail("column %s is not valid JSON", col)
 		return nil
@@ -165,9 +230,17 @@ func toInt(v any) (int64, bool) {
 // a []byte is a SQLite BLOB, which a store without STRICT tables lets into
 // any column and which SQLite's JSON functions would even read as binary
 // JSONB, so it is a value of the wrong type like any other.
-func toText(v any) (string, bool) {
-	s, ok := v.(string)
-	return s, ok
+func toText(v any) (string, bool) { return store.AsText(v) }
+
+// toBytes returns a copy of the text v holds, as toText accepts it.
+func toBytes(v any) ([]byte, bool) {
+	switch s := v.(type) {
+	case string:
+		return []byte(s), true
+	case *store.Text:
+		return bytes.Clone(*s), true
+	}
+	return nil, false
 }
 
 // decode turns a scanned row into a Snapshot, checking the run invariants
@@ -204,8 +277,21 @@ func (w *rawRun) failed(msg string) error {
 		Message: fmt.Sprintf("run %s cannot be decoded: %s", vocab.Quote(w.id), msg)}
 }
 
+// runBox is a run with room for the optional values most runs have, so
+// that a run is decoded in one allocation instead of one per value: a batch
+// of runs made as many allocations of its optional times and ids as of
+// everything else. Owner, claim and waiting, which only some runs have,
+// are allocated when present, so that every run is not the larger for them.
+type runBox struct {
+	run                                     Run
+	started, finished, heartbeat, cancelled Millis
+	wake                                    Millis
+	parent, executionParent, edgeParent     string
+}
+
 func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
-	run := &Run{ID: w.id}
+	box := &runBox{run: Run{ID: w.id}}
+	run := &box.run
 	if w.revision == nil {
 		d.fail("it has no change row")
 	} else {
@@ -217,13 +303,10 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 			d.fail("its revision %d is outside 1..%d", run.Revision, pos.Revision)
 		}
 	}
-	run.Status = vocab.Status(d.text("status", w.status))
-	if !run.Status.Valid() {
-		d.fail("status is not one of pending, running, suspended, completed, failed, cancelled")
-	}
+	run.Status = d.status(w.status)
 	run.CreatedAt = Millis(d.natural("created_at_ms", w.createdAt))
-	run.StartedAt = d.optMillis("started_at_ms", w.startedAt)
-	run.FinishedAt = d.optMillis("finished_at_ms", w.finishedAt)
+	run.StartedAt = d.optMillisIn("started_at_ms", w.startedAt, &box.started)
+	run.FinishedAt = d.optMillisIn("finished_at_ms", w.finishedAt, &box.finished)
 
 	// 1. owner fields all set iff running.
 	ownerSet := w.ownerHost != nil && w.ownerPid != nil && w.ownerNonce != nil && w.heartbeat != nil
@@ -239,7 +322,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 			PID:    d.natural("owner_pid", w.ownerPid),
 			Nonce:  d.ident("owner_nonce", w.ownerNonce),
 		}
-		run.HeartbeatAt = d.optMillis("heartbeat_at_ms", w.heartbeat)
+		run.HeartbeatAt = d.optMillisIn("heartbeat_at_ms", w.heartbeat, &box.heartbeat)
 	}
 
 	claimSet := w.claimHost != nil && w.claimPid != nil && w.claimNonce != nil && w.claimedAt != nil
@@ -260,11 +343,11 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 	run.State, run.FlowName = state(d, w.state)
 
 	// 3. the effective parent.
-	run.ParentRunID = d.optIdent("parent_run_id", w.parentRunID)
-	run.ExecutionParentID = d.optIdent("execution_parent_id", w.executionParentID)
+	run.ParentRunID = d.optIdentIn("parent_run_id", w.parentRunID, &box.parent)
+	run.ExecutionParentID = d.optIdentIn("execution_parent_id", w.executionParentID, &box.executionParent)
 	want := run.ParentRunID
 	if want == nil {
-		want = d.optIdent("flows_run_parents.parent_id", w.edgeParent)
+		want = d.optIdentIn("flows_run_parents.parent_id", w.edgeParent, &box.edgeParent)
 	}
 	switch {
 	case (want == nil) != (run.ExecutionParentID == nil),
@@ -286,7 +369,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 	}
 
 	// 6. cancellation.
-	run.Cancellation.RequestedAt = d.optMillis("cancel_requested_at_ms", w.cancelRequested)
+	run.Cancellation.RequestedAt = d.optMillisIn("cancel_requested_at_ms", w.cancelRequested, &box.cancelled)
 	if w.cancelAck != nil {
 		if run.Cancellation.RequestedAt == nil {
 			d.fail("it has a cancellation acknowledgement without a request")
@@ -301,9 +384,13 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 		}
 	} else {
 		reason := d.text("waiting_reason", w.waitingReason)
-		wt := &Waiting{Kind: vocab.KindOf(reason), Reason: reason, WakeAt: d.optMillis("waiting_wake_at_ms", w.waitingWake)}
+		wt := &Waiting{Kind: vocab.KindOf(reason), Reason: reason, WakeAt: d.optMillisIn("waiting_wake_at_ms", w.waitingWake, &box.wake)}
 		if w.waitingToken != nil {
-			sum := sha256.Sum256([]byte(d.text("waiting_token", w.waitingToken)))
+			token, ok := toBytes(w.waitingToken)
+			if !ok {
+				d.fail("column waiting_token is not text")
+			}
+			sum := sha256.Sum256(token)
 			digest := hex.EncodeToString(sum[:])
 			wt.TokenDigest = &digest
 		}
@@ -323,11 +410,11 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 // text from the column itself when it has no escapes, unmarshalling only a
 // name that has.
 func state(d *decodeError, v any) (json.RawMessage, string) {
-	s := d.text("state_json", v)
-	if d.msg != "" {
+	doc, ok := toBytes(v)
+	if !ok {
+		d.fail("column state_json is not text")
 		return nil, ""
 	}
-	doc := []byte(s)
 	if !validJSON(doc) {
 		d.fail("column state_json is not valid JSON")
 		return nil, ""
@@ -341,9 +428,15 @@ func state(d *decodeError, v any) (json.RawMessage, string) {
 		d.fail("state_json has no flowName")
 		return nil, ""
 	}
-	name, ok := plainString(s[start:end])
-	if !ok {
-		ok = json.Unmarshal(doc[start:end], &name) == nil
+	var name string
+	if plainString(doc[start:end]) {
+		if s, isString := v.(string); isString {
+			name = s[start+1 : end-1]
+		} else {
+			name = string(doc[start+1 : end-1])
+		}
+	} else if json.Unmarshal(doc[start:end], &name) != nil {
+		ok = false
 	}
 	if !ok || strings.TrimSpace(name) == "" {
 		d.fail("state_json's flowName is not a non-empty string")
@@ -351,19 +444,16 @@ func state(d *decodeError, v any) (json.RawMessage, string) {
 	return doc, name
 }
 
-// plainString returns the text of the JSON string quoted when it has no
-// escapes and is valid UTF-8 (a valid JSON string has no control
-// characters), false when it has or is not, or quoted is not a string:
-// encoding/json replaces invalid UTF-8, which json.Valid lets through.
-func plainString(quoted string) (string, bool) {
+// plainString says that quoted is a JSON string without escapes whose
+// text is valid UTF-8 (a valid JSON string has no control characters), so
+// that its text is what lies between the quotes: encoding/json replaces
+// invalid UTF-8, which json.Valid lets through.
+func plainString(quoted []byte) bool {
 	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
-		return "", false
+		return false
 	}
 	text := quoted[1 : len(quoted)-1]
-	if strings.IndexByte(text, '\\') >= 0 || !utf8.ValidString(text) {
-		return "", false
-	}
-	return text, true
+	return bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text)
 }
 
 // topLevelValue returns where the value of key is in the top level of

@@ -312,6 +312,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 		if err := rows.Scan(dest...); err != nil {
 			return persistence(err, "listing runs")
 		}
+		raw.id = raw.rowID()
 		snap, err := raw.decode(q.pos())
 		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
 		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})

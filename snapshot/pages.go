@@ -91,6 +91,7 @@ func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest
 	var raw rawRun
 	return readPages(ctx, r, l, reqs, raw.dest(),
 		func(pos Position, c string, ord int64) Edge {
+			raw.id = raw.rowID()
 			snap, err := raw.decode(pos)
 			return Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
 		},

@@ -70,10 +70,11 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	var raw rawRun
 	read := 0
 	err := q.each(selectRuns(q.dialect()), []any{q.dialect().TextListArg(distinct)}, raw.dest(), "reading runs", func() error {
-		i, ok := first[raw.id]
+		i, ok := indexOf(first, raw.idText)
 		if !ok || out[i].Value != nil || out[i].Err != nil {
 			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
 		}
+		raw.id = ids[i]
 		out[i].Value, out[i].Err = raw.decode(q.pos())
 		read++
 		return nil

@@ -48,3 +48,64 @@ func (d *IntDest) Scan(src any) error {
 	*d.target = src
 	return nil
 }
+
+// Text is a text column's bytes as PostgreSQL's driver holds them, valid
+// until the next row is read: a TextDest puts it in its value as a *Text.
+type Text []byte
+
+// TextDest is a scan destination for a text column that fills a plain
+// value without making the column a string: PostgreSQL's driver hands it
+// the column's bytes, which it puts in the value as a *Text (nil for NULL),
+// so that the decoder copies only what it keeps, and only once; a run's
+// row has half a dozen text columns, and each was a string and a boxing of
+// it. SQLite's driver hands it the value it read, which goes into the value
+// as it is (a blob copied, as a plain scan copies it).
+type TextDest struct {
+	target *any
+	text   Text
+}
+
+// TextDests returns scan destinations for the text columns targets.
+func TextDests(targets ...*any) []any {
+	cells := make([]TextDest, len(targets))
+	out := make([]any, len(targets))
+	for i, t := range targets {
+		cells[i].target = t
+		out[i] = &cells[i]
+	}
+	return out
+}
+
+// ScanBytes takes PostgreSQL's bytes: nil for NULL, the driver's memory
+// otherwise.
+func (d *TextDest) ScanBytes(v []byte) error {
+	if v == nil {
+		*d.target = nil
+		return nil
+	}
+	d.text = v
+	*d.target = &d.text
+	return nil
+}
+
+// Scan takes SQLite's value.
+func (d *TextDest) Scan(src any) error {
+	if b, ok := src.([]byte); ok {
+		src = bytes.Clone(b)
+	}
+	*d.target = src
+	return nil
+}
+
+// AsText returns the text a plain value holds, as TextDest fills it or a
+// scan into *any would: a string, or a *Text copied; false for any other
+// value, NULL, an integer or a blob among them.
+func AsText(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case *Text:
+		return string(*s), true
+	}
+	return "", false
+}

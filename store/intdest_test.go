@@ -1,11 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
 )
 
 // TestIntDests fills plain values as a scan into *any would: an integer as
@@ -37,4 +39,49 @@ func TestIntDests(t *testing.T) {
 	if d != "yesterday" {
 		t.Errorf("text: %#v", d)
 	}
+}
+
+// TestTextDests reads text, empty text, NULL and a blob from each dialect
+// through TextDests: PostgreSQL's text as a *store.Text of its bytes,
+// which stays distinct from NULL when empty; SQLite's as the string or
+// blob it is.
+func TestTextDests(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		dsn := storetest.DSN(t, d)
+		storetest.OpenDSN(t, dsn, true)
+		db := storetest.OpenReader(t, dsn)
+		ctx := context.Background()
+		tx, err := db.BeginRead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		var text, empty, null any
+		dests := store.TextDests(&text, &empty, &null)
+		if err := tx.QueryRow(ctx, `SELECT 'état', '', NULL`).Scan(dests...); err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := store.AsText(text); !ok || s != "état" {
+			t.Errorf("text: %#v", text)
+		}
+		if s, ok := store.AsText(empty); !ok || s != "" {
+			t.Errorf("empty text: %#v", empty)
+		}
+		if _, ok := store.AsText(null); ok || null != nil {
+			t.Errorf("NULL: %#v", null)
+		}
+		if d == store.Postgres {
+			if _, ok := text.(*store.Text); !ok {
+				t.Errorf("PostgreSQL's text came as %T, not its bytes", text)
+			}
+			return
+		}
+		var blob any
+		if err := tx.QueryRow(ctx, `SELECT x'6869'`).Scan(store.TextDests(&blob)...); err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := blob.([]byte); !ok || string(b) != "hi" {
+			t.Errorf("a blob: %#v", blob)
+		}
+	})
 }
