@@ -109,3 +109,30 @@ func AsText(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// textArray binds a list of text to a text[] placeholder. pgx encodes a
+// []string through its elements as values of type any, which boxes every
+// one of them: for a batch of ids, an allocation per id. textArray hands
+// it pointers into the list instead, which need no boxing, as textElems,
+// which pgx encodes without reflection (which would box them again).
+type textArray []string
+
+var _ pgtype.ArrayGetter = textArray(nil)
+
+func (a textArray) Dimensions() []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
+}
+
+func (a textArray) Index(i int) any { return (*textElem)(&a[i]) }
+
+func (a textArray) IndexType() any { return new(textElem) }
+
+// textElem is an element of a textArray.
+type textElem string
+
+func (e *textElem) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*e), Valid: true}, nil
+}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -84,4 +85,59 @@ func TestTextDests(t *testing.T) {
 			t.Errorf("a blob: %#v", blob)
 		}
 	})
+}
+
+// TestTextListInEveryExecMode reads a list of awkward ids back through
+// TextList and TextListArg, on PostgreSQL in each of pgx's exec modes
+// (which encode the argument by its declared type, by its Go type, or as
+// a literal), and on SQLite.
+func TestTextListInEveryExecMode(t *testing.T) {
+	ids := []string{"plain", `"quoted"`, `back\slash`, "{braces},comma", "NULL", " spaced ", "état ☃ 𝄞", "tab\tnew\nline"}
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		dsn := storetest.DSN(t, d)
+		storetest.OpenDSN(t, dsn, true)
+		modes := []string{""}
+		if d == store.Postgres {
+			modes = store.ExecModes
+		}
+		for _, mode := range modes {
+			ctx := context.Background()
+			db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, PGExecMode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := readList(ctx, db, d.TextList(1), d.TextListArg(ids))
+			db.Close()
+			if err != nil {
+				t.Fatalf("mode %q: %v", mode, err)
+			}
+			if !slices.Equal(got, ids) {
+				t.Errorf("mode %q: read back %q, want %q", mode, got, ids)
+			}
+		}
+	})
+}
+
+// readList returns the one text column of query's rows, read in a read
+// transaction of db.
+func readList(ctx context.Context, db *store.DB, query string, arg any) ([]string, error) {
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, query, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		got = append(got, id)
+	}
+	return got, rows.Err()
 }

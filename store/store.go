@@ -137,6 +137,12 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && preparesOnce(cfg) {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	// Exec modes that do not ask the server for a statement's parameter
+	// types find them by the argument's Go type.
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		c.TypeMap().RegisterDefaultPgType(textArray(nil), "_text")
+		return nil
+	}
 	where := fmt.Sprintf("PostgreSQL database %q on %s:%d", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -489,7 +495,7 @@ func (d Dialect) TextList(n int) string {
 // TextListArg returns the argument that binds ids to a TextList placeholder.
 func (d Dialect) TextListArg(ids []string) any {
 	if d == Postgres {
-		return ids
+		return textArray(ids)
 	}
 	b, _ := json.Marshal(ids) // []string always marshals
 	return string(b)
