@@ -407,8 +407,7 @@ func setComplexity(c *ComplexityRoot) {
 	}
 	c.Run.Children = func(child int, first *int, _ *string) int { return page(child, first) }
 	c.Run.Rounds = func(child int, first *int, _ *string) int { return page(child, first) }
-	// Each element is read, whatever its selection: it costs at least 1.
-	c.Query.Runs = func(child int, ids []string) int { return 1 + len(ids)*max(child, 1) }
+	c.Query.Runs = func(child int, ids []string) int { return batchCost(child, len(ids)) }
 	journalComplexity(c, page)
 	findComplexity(c)
 }

@@ -169,6 +169,11 @@ func (w *costWalk) field(f *ast.Field) int {
 	if f.ObjectDefinition.Kind == ast.Interface || f.ObjectDefinition.Kind == ast.Union {
 		owners = w.schema.GetPossibleTypes(f.ObjectDefinition)
 	}
+	if cost, ok := argCosts[f.ObjectDefinition.Name+"."+f.Name]; ok {
+		if c, ok := cost(child, args); ok {
+			return c
+		}
+	}
 	worst := 0
 	for _, t := range owners {
 		c, ok := w.es.Complexity(w.ctx, t.Name, f.Name, child, args)
@@ -179,6 +184,24 @@ func (w *costWalk) field(f *ast.Field) int {
 	}
 	return worst
 }
+
+// argCosts are the costs of fields, keyed "Type.field", that are computed
+// from the arguments as the operation holds them, where the generated
+// complexity function would first unmarshal them: for a batch of ids, a
+// path and a context per id, as much as the rest of the cost walk. Each
+// gives what its function in setComplexity gives; false leaves the field
+// to that function.
+var argCosts = map[string]func(child int, args map[string]any) (int, bool){
+	"Query.runs": func(child int, args map[string]any) (int, bool) {
+		ids, ok := args["ids"].([]any)
+		return batchCost(child, len(ids)), ok
+	},
+}
+
+// batchCost is the cost of a batch of n runs with a selection costing
+// child: each element is read, whatever its selection, so it costs at
+// least 1.
+func batchCost(child, n int) int { return 1 + n*max(child, 1) }
 
 // safeAdd adds two non-negative costs, saturating instead of overflowing.
 func safeAdd(a, b int) int {
