@@ -43,8 +43,8 @@ LEFT JOIN flows_runs r ON r.run_id = q.id`
 // of the wrong type (possible in SQLite, whose columns are not typed) fails
 // its own element with DECODE_FAILED instead of failing the whole read.
 type rawRun struct {
-	// id is the run's id: the row's, idText, as the caller takes it (the
-	// one it asked for, or rowID's copy).
+	// id is the run's id, which the caller sets from idText, the row's
+	// (to the id it asked for, or to rowID's copy), before decoding.
 	id                                                       string
 	idText                                                   any
 	revision, deleted, runID, status                         any
@@ -226,7 +226,8 @@ func toInt(v any) (int64, bool) {
 	return 0, false
 }
 
-// toText accepts only text. Both drivers return a text column as a string;
+// toText accepts only text: a string, as SQLite's driver and a plain scan
+// return it, or PostgreSQL's bytes through a store.TextDest (a *store.Text);
 // a []byte is a SQLite BLOB, which a store without STRICT tables lets into
 // any column and which SQLite's JSON functions would even read as binary
 // JSONB, so it is a value of the wrong type like any other.
