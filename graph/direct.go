@@ -436,9 +436,9 @@ func (w *directWriter) page(f graphql.CollectedField, r *snapshot.Run) bool {
 	var pages []*snapshot.Page
 	var err error
 	if f.Name == "children" {
-		pages, err = w.l.children.get(w.ctx, childrenKeys(objs, first, after))
+		pages, err = w.l.pages.get(w.ctx, childrenKeys(objs, first, after))
 	} else {
-		pages, err = w.l.rounds.get(w.ctx, roundsKeys(objs, first, after))
+		pages, err = w.l.pages.get(w.ctx, roundsKeys(objs, first, after))
 	}
 	if err != nil || len(pages) != 1 || pages[0] == nil {
 		return false

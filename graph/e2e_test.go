@@ -488,6 +488,29 @@ func TestGraphQL(t *testing.T) {
 				t.Fatalf("statements: %d for 10 runs, %d for %d runs", few, many, fanRuns)
 			}
 		})
+
+		t.Run("children and rounds at one depth are one statement", func(t *testing.T) {
+			ids := make([]string, fanRuns)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("fan-%03d", i)
+			}
+			r := e.ok(`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id
+				children(first: 10) { nodes { ... on Run { id } } } rounds(first: 5) { nodes { ... on Run { id } } } } } }`, map[string]any{"ids": ids})
+			last := get(r.Data, "runs", fanRuns-1)
+			if kids := get(last, "children", "nodes"); len(kids.([]any)) != fanKids {
+				t.Fatalf("children of the last = %v", kids)
+			}
+			if rounds := get(last, "rounds", "nodes").([]any); len(rounds) != 1 || get(rounds, 0, "id") != ids[fanRuns-1] {
+				t.Fatalf("rounds of the last = %v", rounds)
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			// The position, the runs, and the pages of both kinds with
+			// their runs.
+			if n := e.stmts[len(e.stmts)-1]; n != 3 {
+				t.Fatalf("%d statements, want 3", n)
+			}
+		})
 	})
 }
 

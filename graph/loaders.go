@@ -39,10 +39,11 @@ import (
 // more fields to follow (a connection's edges and nodes) adds a
 // throughFields entry saying what values lie below it.
 type loaders struct {
-	runs     *loader[string, snapshot.Snapshot]
-	children *loader[pageKey, *snapshot.Page]
-	rounds   *loader[pageKey, *snapshot.Page]
-	journal  *journalLoaders
+	runs *loader[string, snapshot.Snapshot]
+	// pages are the pages of children and of rounds, which one
+	// statement reads together.
+	pages   *loader[pageKey, *snapshot.Page]
+	journal *journalLoaders
 	// ahead reads ahead the whole operation once, for its first root field.
 	ahead sync.Once
 }
@@ -217,6 +218,7 @@ func (e *entry[V]) wait(ctx context.Context) (V, error) {
 
 // pageKey identifies one page request; comparable, unlike PageRequest.
 type pageKey struct {
+	kind            cursor.Kind // of a run list: children or rounds
 	anchor, lineage string
 	first           int // 0 means the default
 	after           string
@@ -266,23 +268,21 @@ func newLoaders(reader *snapshot.Reader) *loaders {
 		res, err := reader.Load(ctx, ids)
 		return spread(len(ids), err, func(i int) (snapshot.Snapshot, error) { return res[i].Value, res[i].Err })
 	}, runsBatch)
-	pages := func(read func(context.Context, []snapshot.PageRequest) ([]snapshot.Result[*snapshot.Page], error)) func(context.Context, []pageKey) ([]*snapshot.Page, []error) {
-		return pageLoader(read, func(r snapshot.Result[*snapshot.Page]) (*snapshot.Page, error) {
-			if r.Value != nil {
-				for _, e := range r.Value.Edges {
+	l.pages = newLoader(func(ctx context.Context, keys []pageKey) ([]*snapshot.Page, []error) {
+		reqs := make([]snapshot.RunPageRequest, len(keys))
+		for i, k := range keys {
+			reqs[i] = snapshot.RunPageRequest{Kind: k.kind, PageRequest: k.request()}
+		}
+		res, err := reader.RunPages(ctx, reqs)
+		return spread(len(keys), err, func(i int) (*snapshot.Page, error) {
+			if page := res[i].Value; page != nil {
+				for _, e := range page.Edges {
 					l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 				}
 			}
-			return r.Value, r.Err
+			return res[i].Value, res[i].Err
 		})
-	}
-	of := func(kind cursor.Kind) func(context.Context, []snapshot.PageRequest) ([]snapshot.Result[*snapshot.Page], error) {
-		return func(ctx context.Context, reqs []snapshot.PageRequest) ([]snapshot.Result[*snapshot.Page], error) {
-			return reader.Pages(ctx, kind, reqs)
-		}
-	}
-	l.children = newLoader(pages(of(cursor.Children)), pagesBatch)
-	l.rounds = newLoader(pages(of(cursor.Rounds)), pagesBatch)
+	}, pagesBatch)
 	return l
 }
 
@@ -290,8 +290,7 @@ func newLoaders(reader *snapshot.Reader) *loaders {
 func (l *loaders) flush(ctx context.Context) {
 	j := l.journal
 	l.runs.flush(ctx)
-	l.children.flush(ctx)
-	l.rounds.flush(ctx)
+	l.pages.flush(ctx)
 	j.steps.flush(ctx)
 	j.inbound.flush(ctx)
 	j.runEvents.flush(ctx)

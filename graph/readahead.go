@@ -8,6 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
@@ -71,11 +72,11 @@ var batchFields = map[string]batchField{
 		}),
 	"Run.parent": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
 		func(objs []*snapshot.Run, _ *args) []string { keys, _ := parentKeys(objs); return keys }),
-	"Run.children": field(func(l *loaders) *loader[pageKey, *snapshot.Page] { return l.children },
+	"Run.children": field(func(l *loaders) *loader[pageKey, *snapshot.Page] { return l.pages },
 		func(objs []*snapshot.Run, a *args) []pageKey {
 			return childrenKeys(objs, a.int("first"), a.string("after"))
 		}),
-	"Run.rounds": field(func(l *loaders) *loader[pageKey, *snapshot.Page] { return l.rounds },
+	"Run.rounds": field(func(l *loaders) *loader[pageKey, *snapshot.Page] { return l.pages },
 		func(objs []*snapshot.Run, a *args) []pageKey {
 			return roundsKeys(objs, a.int("first"), a.string("after"))
 		}),
@@ -410,6 +411,7 @@ func childrenKeys(objs []*snapshot.Run, first *int, after *string) []pageKey {
 	keys := make([]pageKey, len(objs))
 	for i, run := range objs {
 		keys[i] = newPageKey(run.ID, "", first, after)
+		keys[i].kind = cursor.Children
 	}
 	return keys
 }
@@ -418,6 +420,7 @@ func roundsKeys(objs []*snapshot.Run, first *int, after *string) []pageKey {
 	keys := make([]pageKey, len(objs))
 	for i, run := range objs {
 		keys[i] = newPageKey(run.ID, run.LineageID, first, after)
+		keys[i].kind = cursor.Rounds
 	}
 	return keys
 }

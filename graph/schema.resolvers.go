@@ -60,12 +60,12 @@ func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snaps
 
 // Children is the batch resolver for the children field.
 func (r *runResolver) Children(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
-	return loadersFrom(ctx).children.get(ctx, childrenKeys(objs, first, after))
+	return loadersFrom(ctx).pages.get(ctx, childrenKeys(objs, first, after))
 }
 
 // Rounds is the batch resolver for the rounds field.
 func (r *runResolver) Rounds(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
-	return loadersFrom(ctx).rounds.get(ctx, roundsKeys(objs, first, after))
+	return loadersFrom(ctx).pages.get(ctx, roundsKeys(objs, first, after))
 }
 
 // Nodes is the resolver for the nodes field.

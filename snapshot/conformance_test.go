@@ -806,6 +806,39 @@ func exerciseCursors(t *testing.T, d store.Dialect) {
 		})
 	}
 
+	t.Run("children and rounds read in one batch answer as read apart, in two statements", func(t *testing.T) {
+		rounds := f.rounds(t, "parent", "parent", 0, nil)
+		second := f.children(t, "parent", 0, &end)
+		rctx, rd := f.r.Begin(ctx)
+		defer rd.End()
+		res, err := f.r.RunPages(rctx, []snapshot.RunPageRequest{
+			{Kind: cursor.Children, PageRequest: snapshot.PageRequest{Anchor: "parent", First: ptr(3)}},
+			{Kind: cursor.Rounds, PageRequest: snapshot.PageRequest{Anchor: "parent", Lineage: "parent"}},
+			{Kind: cursor.Children, PageRequest: snapshot.PageRequest{Anchor: "parent", After: &roundsEnd}},
+			{Kind: cursor.Children, PageRequest: snapshot.PageRequest{Anchor: "parent", After: &end}},
+		})
+		if err != nil || len(res) != 4 {
+			t.Fatalf("RunPages: %d results, %v", len(res), err)
+		}
+		wantCode(t, res[2].Err, fault.BadCursor)
+		for i, want := range map[int]*snapshot.Page{0: first, 1: rounds, 3: second} {
+			got := res[i].Value
+			if res[i].Err != nil || got == nil {
+				t.Fatalf("page %d: %v", i, res[i].Err)
+			}
+			if !slices.Equal(edgeIDs(got.Edges), edgeIDs(want.Edges)) || *got.PageInfo.EndCursor != *want.PageInfo.EndCursor ||
+				got.PageInfo.HasNextPage != want.PageInfo.HasNextPage {
+				t.Fatalf("page %d: %v %+v, read apart %v %+v", i, edgeIDs(got.Edges), got.PageInfo, edgeIDs(want.Edges), want.PageInfo)
+			}
+		}
+		if n := rd.Statements(); n != 2 {
+			t.Fatalf("%d statements, want 2 (the position, the pages of both kinds with their runs)", n)
+		}
+		if _, err := f.r.RunPages(rctx, []snapshot.RunPageRequest{{Kind: cursor.Steps, PageRequest: snapshot.PageRequest{Anchor: "parent"}}}); err == nil {
+			t.Fatal("RunPages read steps as runs")
+		}
+	})
+
 	t.Run("a cursor stays valid after more writes", func(t *testing.T) {
 		// The page ended at c2 (seq 20). Add children before and after it,
 		// change and delete runs, c2 itself included.

@@ -88,7 +88,7 @@ var runEventList = pageList{kind: cursor.Events, cols: "p.*", statement: journal
 // request, a broken row only its edge.
 func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*StepPage], error) {
 	var raw rawStep
-	return readPages(ctx, r, stepList, reqs, raw.dest(),
+	return readPages(ctx, r, only(stepList), reqs, raw.dest(),
 		func(_ Position, c string, _ int64) StepEdge {
 			step, err := raw.decode()
 			return StepEdge{Cursor: c, Step: step, Err: err}
@@ -103,7 +103,7 @@ func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*S
 // errors as StepPages does.
 func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*InboundEventPage], error) {
 	var raw rawInbound
-	return readPages(ctx, r, inboundList, reqs, raw.dest(),
+	return readPages(ctx, r, only(inboundList), reqs, raw.dest(),
 		func(_ Position, c string, _ int64) InboundEventEdge {
 			ev, err := raw.decode()
 			return InboundEventEdge{Cursor: c, Event: ev, Err: err}
@@ -117,7 +117,7 @@ func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]R
 // seq, in one statement. It reports errors as StepPages does.
 func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*RunEventPage], error) {
 	var raw rawRunEvent
-	return readPages(ctx, r, runEventList, reqs, raw.dest(),
+	return readPages(ctx, r, only(runEventList), reqs, raw.dest(),
 		func(_ Position, c string, _ int64) RunEventEdge {
 			ev, err := raw.decode()
 			return RunEventEdge{Cursor: c, Event: ev, Err: err}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flowsnap/flowsnap/cursor"
@@ -84,12 +85,35 @@ func (r *Reader) page(ctx context.Context, kind cursor.Kind, req PageRequest) (*
 // size. Results are in request order; a bad page size or cursor fails only
 // its request, a broken row only its edge.
 func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest) ([]Result[*Page], error) {
-	l, ok := runLists[kind]
-	if !ok {
-		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
+	kinds := make([]RunPageRequest, len(reqs))
+	for i, req := range reqs {
+		kinds[i] = RunPageRequest{Kind: kind, PageRequest: req}
+	}
+	return r.RunPages(ctx, kinds)
+}
+
+// RunPageRequest asks for one page of a run's children (Kind
+// cursor.Children) or of its lineage's rounds (cursor.Rounds).
+type RunPageRequest struct {
+	Kind cursor.Kind
+	PageRequest
+}
+
+// RunPages reads a batch of pages of children and rounds together, as
+// Pages reads those of one kind: in one statement, so that a run's
+// children and its rounds, as a dashboard asks for them, cost one.
+func (r *Reader) RunPages(ctx context.Context, reqs []RunPageRequest) ([]Result[*Page], error) {
+	lists := make([]pageList, len(reqs))
+	plain := make([]PageRequest, len(reqs))
+	for i, req := range reqs {
+		l, ok := runLists[req.Kind]
+		if !ok {
+			return nil, fmt.Errorf("snapshot: no related pages of kind %q", req.Kind)
+		}
+		lists[i], plain[i] = l, req.PageRequest
 	}
 	var raw rawRun
-	return readPages(ctx, r, l, reqs, raw.dest(),
+	return readPages(ctx, r, func(i int) pageList { return lists[i] }, plain, raw.dest(),
 		func(pos Position, c string, ord int64) Edge {
 			raw.id = raw.rowID()
 			snap, err := raw.decode(pos)
@@ -114,6 +138,8 @@ func pageSize(first *int) (int, error) {
 // pageList is one kind of paged list: children, rounds, or a journal list.
 // A batch of its pages is read in one statement: one keyset slice per
 // page, joined by UNION ALL (see keysetUnion), and wrapped by statement.
+// Lists with the same cols and statement (children and rounds) can share
+// a batch.
 type pageList struct {
 	kind cursor.Kind
 	// keyset is one page's slice: its first two columns are the row's
@@ -164,25 +190,32 @@ var runLists = map[cursor.Kind]pageList{
 }
 
 type pageWant struct {
-	req   int // index in the request batch
+	req   int      // index in the request batch
+	l     pageList // the list the page is of
 	key   string
 	after cursor.Cursor
 	size  int
 }
 
 // pageWants checks each request's page size, anchor and cursor (which must
-// belong to kind, the anchor and this store): errs holds each request's
-// problem, wants the requests that can be read, keyed by key(req).
-func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageRequest) string) (wants []pageWant, errs []error) {
+// belong to the request's list, list(i), the anchor and this store): errs
+// holds each request's problem, wants the requests that can be read, keyed
+// by their list's key.
+func (q *querier) pageWants(reqs []PageRequest, list func(i int) pageList) (wants []pageWant, errs []error) {
 	errs = make([]error, len(reqs))
 	for i, req := range reqs {
+		l := list(i)
 		size, err := pageSize(req.First)
 		if err == nil {
 			err = vocab.CheckID("an id", req.Anchor)
 		}
-		w := pageWant{req: i, key: key(req), size: size, after: cursor.Cursor{Ordinal: -1}}
+		key := req.Anchor
+		if l.key != nil {
+			key = l.key(req)
+		}
+		w := pageWant{req: i, l: l, key: key, size: size, after: cursor.Cursor{Ordinal: -1}}
 		if err == nil && req.After != nil {
-			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, kind)
+			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, l.kind)
 			if err == nil {
 				err = notBefore(w.after, q.pos())
 			}
@@ -196,9 +229,10 @@ func (q *querier) pageWants(kind cursor.Kind, reqs []PageRequest, key func(PageR
 	return wants, errs
 }
 
-// keysetUnion is one UNION ALL of keyset per want, each selecting the want's
-// index as w and then cols of its slice, and the arguments that bind it.
-func keysetUnion(d store.Dialect, keyset, cols string, wants []pageWant, hasLast bool) (string, []any) {
+// keysetUnion is one UNION ALL of its list's keyset per want, each
+// selecting the want's index as w and then the list's cols of its slice,
+// and the arguments that bind it.
+func keysetUnion(d store.Dialect, wants []pageWant) (string, []any) {
 	var sql strings.Builder
 	args := make([]any, 0, 4*len(wants))
 	for i, w := range wants {
@@ -208,38 +242,55 @@ func keysetUnion(d store.Dialect, keyset, cols string, wants []pageWant, hasLast
 		first := len(args) + 1
 		args = append(args, w.key, w.after.Ordinal)
 		last := 0
-		if hasLast {
+		if w.l.hasLast {
 			args = append(args, w.after.Last)
 			last = len(args)
 		}
 		args = append(args, w.size+1)
-		fmt.Fprintf(&sql, "SELECT %d AS w, %s FROM (", i, strings.ReplaceAll(cols, "p.", fmt.Sprintf("p%d.", i)))
-		fmt.Fprintf(&sql, keyset, d.Bound(first), d.Bound(first+1), d.Bound(last), len(args))
+		fmt.Fprintf(&sql, "SELECT %d AS w, %s FROM (", i, strings.ReplaceAll(w.l.cols, "p.", fmt.Sprintf("p%d.", i)))
+		fmt.Fprintf(&sql, w.l.keyset, d.Bound(first), d.Bound(first+1), d.Bound(last), len(args))
 		fmt.Fprintf(&sql, ") AS p%d", i)
 	}
 	return sql.String(), args
 }
 
-// sql returns the statement that reads a batch of n pages of l and its
+// sql returns the statement that reads a batch of pages of l and its
 // arguments.
 func (l pageList) sql(d store.Dialect, wants []pageWant) (string, []any) {
-	union, args := keysetUnion(d, l.keyset, l.cols, wants, l.hasLast)
-	return l.statement(union), args
+	for i := range wants {
+		wants[i].l = l
+	}
+	return pagesSQL(d, wants)
 }
 
-// readPages reads a batch of pages of list l in the read carried by ctx, in
+// pagesSQL returns the statement that reads wants, whose lists share their
+// cols and statement, and its arguments.
+func pagesSQL(d store.Dialect, wants []pageWant) (string, []any) {
+	union, args := keysetUnion(d, wants)
+	return wants[0].l.statement(union), args
+}
+
+// reading names what a batch of wants reads, for its errors: its lists'
+// kinds.
+func reading(wants []pageWant) string {
+	kinds := []string{}
+	for _, w := range wants {
+		if k := string(w.l.kind); !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return "reading " + strings.Join(kinds, " and ")
+}
+
+// readPages reads a batch of pages, reqs[i] of list(i), in the read carried by ctx, in
 // one statement: for each row of a page it scans the row's own columns
 // into dest and makes its edge with edge, then each request's page with
 // page. Results are in request order; a bad page size or cursor fails only
 // its request.
-func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []PageRequest, dest []any,
+func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageList, reqs []PageRequest, dest []any,
 	edge func(pos Position, cursor string, ord int64) E, page func(req PageRequest, edges []E, info PageInfo) P) ([]Result[P], error) {
 	out := make([]Result[P], len(reqs))
 	err := r.with(ctx, func(q *querier) error {
-		key := l.key
-		if key == nil {
-			key = func(req PageRequest) string { return req.Anchor }
-		}
 		for _, req := range reqs {
 			if req.After != nil {
 				// A cursor is checked against the store's identity.
@@ -249,17 +300,17 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 				break
 			}
 		}
-		wants, errs := q.pageWants(l.kind, reqs, key)
+		wants, errs := q.pageWants(reqs, list)
 		edges := make([][]E, len(reqs))
 		infos := make([]PageInfo, len(reqs))
 		if len(wants) > 0 {
-			stmt, args := l.sql(q.dialect(), wants)
+			stmt, args := pagesSQL(q.dialect(), wants)
 			var wi int64
 			var ord, id any
 			scan := append([]any{&wi, &ord, &id}, dest...)
 			starts := make([]string, len(wants))
 			ends := make([]string, len(wants))
-			err := q.each(stmt, args, scan, "reading "+string(l.kind), func() error {
+			err := q.each(stmt, args, scan, reading(wants), func() error {
 				if wi < 0 || int(wi) >= len(wants) {
 					return fault.Errorf(fault.PersistenceFailed, "the store answered a page nobody asked for")
 				}
@@ -274,7 +325,7 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 				// continued from.
 				o, _ := toInt(ord)
 				s, _ := toText(id)
-				c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
+				c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: reqs[w.req].Anchor, Kind: w.l.kind, Ordinal: o, Last: s, Revision: q.pos().Revision})
 				if starts[wi] == "" {
 					starts[wi] = c
 				}
@@ -305,3 +356,6 @@ func readPages[E, P any](ctx context.Context, r *Reader, l pageList, reqs []Page
 	}
 	return out, nil
 }
+
+// only is the list function of a batch whose pages are all of l.
+func only(l pageList) func(int) pageList { return func(int) pageList { return l } }
