@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -139,13 +140,16 @@ func answerBody(ctx context.Context, resp *graphql.Response) *graphql.Response {
 	body = append(body, `{"data":`...)
 	body = append(body, resp.Data...)
 	if len(resp.Extensions) > 0 {
-		ext, err := json.Marshal(resp.Extensions)
-		if err != nil {
-			giveBuffer(body)
-			return resp
-		}
 		body = append(body, `,"extensions":`...)
-		body = append(body, ext...)
+		var ok bool
+		if body, ok = appendExtensions(body, resp.Extensions); !ok {
+			ext, err := json.Marshal(resp.Extensions)
+			if err != nil {
+				giveBuffer(body)
+				return resp
+			}
+			body = append(body, ext...)
+		}
 	}
 	body = append(body, '}')
 	if !recordOf(ctx).setBody(body) {
@@ -154,6 +158,42 @@ func answerBody(ctx context.Context, resp *graphql.Response) *graphql.Response {
 	}
 	giveBuffer(resp.Data)
 	return &graphql.Response{Data: json.RawMessage("null")}
+}
+
+// appendExtensions appends ext as encoding/json marshals it when it holds
+// only what a direct answer's extensions hold, its cost and position;
+// otherwise it appends nothing and returns false.
+func appendExtensions(b []byte, ext map[string]any) ([]byte, bool) {
+	start, n := len(b), 0
+	b = append(b, '{')
+	for _, key := range [...]string{"cost", "position"} {
+		v, ok := ext[key]
+		if !ok {
+			continue
+		}
+		if n++; n > 1 {
+			b = append(b, ',')
+		}
+		switch v := v.(type) {
+		case Cost:
+			b = append(b, `"cost":{"requested":`...)
+			b = strconv.AppendInt(b, int64(v.Requested), 10)
+			b = append(b, `,"limit":`...)
+			b = strconv.AppendInt(b, int64(v.Limit), 10)
+		case snapshot.Position:
+			b = append(b, `"position":{"source":`...)
+			b = appendQuoted(b, v.Source)
+			b = append(b, `,"revision":`...)
+			b = strconv.AppendInt(b, v.Revision, 10)
+		default:
+			return b[:start], false
+		}
+		b = append(b, '}')
+	}
+	if n != len(ext) {
+		return b[:start], false
+	}
+	return append(b, '}'), true
 }
 
 // directWriter writes one operation's data. Its methods return false as

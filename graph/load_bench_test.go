@@ -57,7 +57,9 @@ const (
 // and a page of 100 children 1,000 deep — each beside bare SQL reading the
 // same rows in the same kind of read transaction (and, for the one run
 // and the batch, which flowsnap reads in one statement run alone, beside
-// bare SQL doing the same: rawSQLAlone). Besides req/s and
+// bare SQL doing the same: rawSQLAlone), and beside a Go HTTP server that
+// only reads the same request and writes as many bytes back: httpFloor,
+// what any server over HTTP pays for the exchange. Besides req/s and
 // latency it reports CPU per request. The GraphQL server runs in a process
 // of its own (this test binary started again, see TestMain), so that its
 // CPU is counted apart from the benchmark's HTTP client: cpu-µs/req is the
@@ -137,6 +139,15 @@ func BenchmarkLoad(b *testing.B) {
 					measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.query, s.vars(id)) })
 					cpu.reportServed(b, served, srv.usage(b))
 				})
+				if srv.floor != "" {
+					b.Run(s.name+"/httpFloor", func(b *testing.B) {
+						url := srv.floor + "?n=" + strconv.Itoa(responseSize(b, client, srv.url, s.query, s.vars(bs.anchors[0])))
+						cpu := startCPU(b, db, app)
+						served := srv.usage(b)
+						measureClients(b, bs, func(id string) error { return postQuery(client, url, s.query, s.vars(id)) })
+						cpu.reportServed(b, served, srv.usage(b))
+					})
+				}
 				b.Run(s.name+"/rawSQL", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
 					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
@@ -207,6 +218,21 @@ func serveLoad(dsn string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(snapshot.NewReader(db), graph.Options{}))
+	// /floor reads a request and answers n bytes of JSON, and nothing
+	// else: the httpFloor rows, what the same exchange costs a Go HTTP
+	// server that reads no store and runs no GraphQL.
+	mux.HandleFunc("/floor", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || len(body) == 0 {
+			http.Error(w, "no body", http.StatusBadRequest)
+			return
+		}
+		const wrap = `{"data":null,"pad":""}`
+		out := append(append([]byte(wrap[:len(wrap)-2]), bytes.Repeat([]byte{'x'}, max(0, n-len(wrap)))...), `"}`...)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
 	mux.HandleFunc("/rusage", func(w http.ResponseWriter, _ *http.Request) {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -252,6 +278,9 @@ type loadServer struct {
 	// rusage is the child server's /rusage, empty when the server runs
 	// in this process.
 	rusage string
+	// floor is the child server's /floor, empty when the server runs in
+	// this process.
+	floor  string
 	client *http.Client
 }
 
@@ -289,7 +318,7 @@ func startLoadServer(b *testing.B, reader *snapshot.Reader, dsn string) *loadSer
 		b.Fatalf("the load server did not start: %v", err)
 	}
 	addr = strings.TrimSpace(addr)
-	return &loadServer{url: "http://" + addr + "/graphql", rusage: "http://" + addr + "/rusage", client: &http.Client{}}
+	return &loadServer{url: "http://" + addr + "/graphql", rusage: "http://" + addr + "/rusage", floor: "http://" + addr + "/floor", client: &http.Client{}}
 }
 
 // serverUsage is the server process's CPU time in seconds, peak resident
@@ -339,6 +368,22 @@ func postQuery(client *http.Client, url, query string, vars map[string]any) erro
 		return fmt.Errorf("status %d: %s", res.StatusCode, raw)
 	}
 	return nil
+}
+
+// responseSize is the size of flowsnap's answer to query, which must
+// succeed.
+func responseSize(b *testing.B, client *http.Client, url, query string, vars map[string]any) int {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	res, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
+		b.Fatalf("status %d, %v: %s", res.StatusCode, err, raw)
+	}
+	return len(raw)
 }
 
 // rawRead runs fn in a read transaction as flowsnap opens one, after

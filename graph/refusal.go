@@ -388,12 +388,12 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	if err != nil || mt != "application/json" {
 		return http.StatusUnsupportedMediaType, "a POST body must be application/json"
 	}
-	tooLarge := fmt.Sprintf("the request body is larger than %d bytes", e.opts.MaxBodyBytes)
+	tooLarge := func() string { return fmt.Sprintf("the request body is larger than %d bytes", e.opts.MaxBodyBytes) }
 	if r.ContentLength > e.opts.MaxBodyBytes {
 		// Refused unread; the connection is closed rather than read to
 		// its end.
 		w.Header().Set("Connection", "close")
-		return http.StatusRequestEntityTooLarge, tooLarge
+		return http.StatusRequestEntityTooLarge, tooLarge()
 	}
 	if r.ContentLength < 0 || r.ContentLength > heavyBody {
 		switch e.pool.take(r.Context()) {
@@ -414,7 +414,7 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, tooLarge
+		return http.StatusRequestEntityTooLarge, tooLarge()
 	case err != nil:
 		return http.StatusBadRequest, "the request body could not be read"
 	}

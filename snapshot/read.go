@@ -22,10 +22,15 @@ type Reader struct {
 
 	sourceMu sync.Mutex
 	source   string // the source of the first position read
+
+	// selectRuns is the statement of every batch of runs, made once.
+	selectRuns string
 }
 
 // NewReader returns a Reader of db.
-func NewReader(db *store.DB) *Reader { return &Reader{db: db} }
+func NewReader(db *store.DB) *Reader {
+	return &Reader{db: db, selectRuns: selectRuns(db.Dialect())}
+}
 
 // DB returns the store the reader reads.
 func (r *Reader) DB() *store.DB { return r.db }

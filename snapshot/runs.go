@@ -69,7 +69,7 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	}
 	var raw rawRun
 	read := 0
-	err := q.each(selectRuns(q.dialect()), []any{q.dialect().TextListArg(distinct)}, raw.dest(), "reading runs", func() error {
+	err := q.each(q.rd.r.selectRuns, []any{q.dialect().TextListArg(distinct)}, raw.dest(), "reading runs", func() error {
 		i, ok := indexOf(first, raw.idText)
 		if !ok || out[i].Value != nil || out[i].Err != nil {
 			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")

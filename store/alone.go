@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,7 +18,7 @@ import (
 // ErrNoRows (no row of first, or none of query): ReadAlone is for a
 // query that answers at least one row. The caller must Close rows.
 func (db *DB) ReadAlone(ctx context.Context, first string, firstDest []any, query string, args ...any) (Rows, error) {
-	stmt := "WITH alone_first AS (" + first + ")\nSELECT alone_first.*, alone_query.*\nFROM alone_first CROSS JOIN (" + query + ") AS alone_query"
+	stmt := db.alone.of(first, query)
 	if db.dialect == Postgres {
 		rows, err := db.pool.Query(ctx, stmt, args...)
 		if err != nil {
@@ -46,6 +47,33 @@ func (db *DB) ReadAlone(ctx context.Context, first string, firstDest []any, quer
 			_, _ = db.readStmts.prepare(context.WithoutCancel(ctx), stmt)
 		}
 	}}, nil
+}
+
+// aloneStatements are the statements ReadAlone has run, by their parts:
+// a batch's statement is the same on every read, and is made once.
+type aloneStatements struct {
+	mu sync.RWMutex
+	m  map[[2]string]string
+}
+
+func (a *aloneStatements) of(first, query string) string {
+	key := [2]string{first, query}
+	a.mu.RLock()
+	stmt, ok := a.m[key]
+	a.mu.RUnlock()
+	if ok {
+		return stmt
+	}
+	stmt = "WITH alone_first AS (" + first + ")\nSELECT alone_first.*, alone_query.*\nFROM alone_first CROSS JOIN (" + query + ") AS alone_query"
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[[2]string]string{}
+	}
+	if len(a.m) < maxCachedStmts {
+		a.m[key] = stmt
+	}
+	return stmt
 }
 
 // aloneRows are the rows of ReadAlone: first's columns, then query's.

@@ -91,6 +91,8 @@ type DB struct {
 	// gate, on SQLite, holds new reads back while the WAL needs a reset
 	// (see walGate); nil without one.
 	gate *walGate
+	// alone are the statements ReadAlone has made.
+	alone aloneStatements
 }
 
 // Open opens the store named by dsn: a SQLite path or file: URI, or a
