@@ -237,18 +237,23 @@ func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]g
 	if fields, ok := w.collected[key]; ok {
 		return fields, true
 	}
-	all := graphql.CollectFields(w.oc, sel, implementors)
-	// A field selected both on a union or interface and on one of its
-	// objects is collected twice; the executor writes the first.
-	fields := all[:0:0]
-	seen := make(map[string]bool, len(all))
-	for _, f := range all {
+	fields := graphql.CollectFields(w.oc, sel, implementors)
+	for _, f := range fields {
 		if f.IsDeferred() {
 			return nil, false
 		}
-		if !seen[f.Alias] {
-			seen[f.Alias] = true
-			fields = append(fields, f)
+	}
+	if hasRepeats(fields) {
+		// A field selected both on a union or interface and on one of its
+		// objects is collected twice; the executor writes the first.
+		all := fields
+		fields = make([]graphql.CollectedField, 0, len(all))
+		seen := make(map[string]bool, len(all))
+		for _, f := range all {
+			if !seen[f.Alias] {
+				seen[f.Alias] = true
+				fields = append(fields, f)
+			}
 		}
 	}
 	if w.collected == nil {
@@ -256,6 +261,29 @@ func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]g
 	}
 	w.collected[key] = fields
 	return fields, true
+}
+
+// hasRepeats reports whether two of fields share an alias. A selection is
+// most often a handful of fields, which need no map to compare.
+func hasRepeats(fields []graphql.CollectedField) bool {
+	if len(fields) > 16 {
+		seen := make(map[string]bool, len(fields))
+		for _, f := range fields {
+			if seen[f.Alias] {
+				return true
+			}
+			seen[f.Alias] = true
+		}
+		return false
+	}
+	for i, f := range fields {
+		for _, g := range fields[:i] {
+			if g.Alias == f.Alias {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // key writes the name of the i-th field of an object, opening the object

@@ -164,7 +164,12 @@ func (w *costWalk) field(f *ast.Field) int {
 	if len(f.SelectionSet) > 0 {
 		child = w.set(f.SelectionSet)
 	}
-	args := f.ArgumentMap(w.vars)
+	var args map[string]any
+	if len(f.Definition.Arguments) > 0 {
+		// A field without arguments has no use for a map of them, which
+		// every field would otherwise allocate.
+		args = f.ArgumentMap(w.vars)
+	}
 	owners := []*ast.Definition{f.ObjectDefinition}
 	if f.ObjectDefinition.Kind == ast.Interface || f.ObjectDefinition.Kind == ast.Union {
 		owners = w.schema.GetPossibleTypes(f.ObjectDefinition)

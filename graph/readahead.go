@@ -241,22 +241,8 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 		// of what was read.
 		var wanted []func(ctx context.Context) level
 		for _, lv := range todo {
-			// Fragments on one type select fields of that type only, so
-			// each type collects its own fields.
-			var order []string
-			byType := map[string][]any{}
-			for _, o := range lv.objs {
-				name := typeName(o)
-				if name == "" {
-					continue
-				}
-				if _, seen := byType[name]; !seen {
-					order = append(order, name)
-				}
-				byType[name] = append(byType[name], o)
-			}
-			for _, name := range order {
-				objs := byType[name]
+			for _, g := range byType(lv.objs) {
+				name, objs := g.name, g.objs
 				for _, f := range graphql.CollectFields(oc, lv.sel, implementors()[name]) {
 					key := name + "." + f.Name
 					if bf, ok := batchFields[key]; ok {
@@ -278,6 +264,47 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 			todo = append(todo, w(ctx))
 		}
 	}
+}
+
+// typeGroup is the objects of a level of one GraphQL type.
+type typeGroup struct {
+	name string
+	objs []any
+}
+
+// byType groups objs by their type, in the order the types first appear,
+// leaving out those readAhead does not follow: fragments on one type
+// select fields of that type only, so each type collects its own fields.
+func byType(objs []any) []typeGroup {
+	// Most levels hold objects of one type, which need no grouping.
+	name := ""
+	for _, o := range objs {
+		n := typeName(o)
+		if n == "" || name != "" && n != name {
+			name = ""
+			break
+		}
+		name = n
+	}
+	if name != "" {
+		return []typeGroup{{name: name, objs: objs}}
+	}
+	var groups []typeGroup
+	at := map[string]int{}
+	for _, o := range objs {
+		n := typeName(o)
+		if n == "" {
+			continue
+		}
+		i, seen := at[n]
+		if !seen {
+			i = len(groups)
+			at[n] = i
+			groups = append(groups, typeGroup{name: n})
+		}
+		groups[i].objs = append(groups[i].objs, o)
+	}
+	return groups
 }
 
 // args are a field's arguments as its resolver gets them: the query's

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/99designs/gqlgen/codegen/config"
+
+	"github.com/flowsnap/flowsnap/snapshot"
 )
 
 // TestEveryBatchedFieldHasKeys fails when a field marked batch: true in
@@ -54,4 +56,33 @@ func keysOf[V any](m map[string]V) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// TestByTypeGroupsInFirstAppearance checks the grouping of a level's
+// objects: by type in the order the types first appear, without the
+// objects readAhead does not follow, and a level of one type as it is.
+func TestByTypeGroupsInFirstAppearance(t *testing.T) {
+	a, b := &snapshot.Run{ID: "a"}, &snapshot.Run{ID: "b"}
+	page := &snapshot.Page{Anchor: "a"}
+	var none *snapshot.Run
+	missing := &snapshot.Missing{ID: "gone"}
+	groups := byType([]any{a, none, page, missing, b, page})
+	if len(groups) != 2 || groups[0].name != "Run" || groups[1].name != "RunConnection" {
+		t.Fatalf("groups %+v", groups)
+	}
+	if g := groups[0].objs; len(g) != 2 || g[0] != a || g[1] != b {
+		t.Fatalf("runs %v", g)
+	}
+	if g := groups[1].objs; len(g) != 2 || g[0] != page || g[1] != page {
+		t.Fatalf("pages %v", g)
+	}
+	same := []any{a, b}
+	if groups := byType(same); len(groups) != 1 || groups[0].name != "Run" || &groups[0].objs[0] != &same[0] {
+		t.Fatalf("one type: %+v", groups)
+	}
+	for _, objs := range [][]any{nil, {none}, {missing, none}} {
+		if groups := byType(objs); len(groups) != 0 {
+			t.Fatalf("%v: groups %+v", objs, groups)
+		}
+	}
 }

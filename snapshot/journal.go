@@ -89,7 +89,7 @@ var runEventList = pageList{kind: cursor.Events, cols: "p.*", statement: journal
 func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*StepPage], error) {
 	var raw rawStep
 	return readPages(ctx, r, only(stepList), reqs, raw.dest(),
-		func(_ Position, c string, _ int64) StepEdge {
+		func(_ Position, c string, _ int64, _ string) StepEdge {
 			step, err := raw.decode()
 			return StepEdge{Cursor: c, Step: step, Err: err}
 		},
@@ -104,7 +104,7 @@ func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*S
 func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*InboundEventPage], error) {
 	var raw rawInbound
 	return readPages(ctx, r, only(inboundList), reqs, raw.dest(),
-		func(_ Position, c string, _ int64) InboundEventEdge {
+		func(_ Position, c string, _ int64, _ string) InboundEventEdge {
 			ev, err := raw.decode()
 			return InboundEventEdge{Cursor: c, Event: ev, Err: err}
 		},
@@ -118,7 +118,7 @@ func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]R
 func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*RunEventPage], error) {
 	var raw rawRunEvent
 	return readPages(ctx, r, only(runEventList), reqs, raw.dest(),
-		func(_ Position, c string, _ int64) RunEventEdge {
+		func(_ Position, c string, _ int64, _ string) RunEventEdge {
 			ev, err := raw.decode()
 			return RunEventEdge{Cursor: c, Event: ev, Err: err}
 		},

@@ -114,8 +114,9 @@ func (r *Reader) RunPages(ctx context.Context, reqs []RunPageRequest) ([]Result[
 	}
 	var raw rawRun
 	return readPages(ctx, r, func(i int) pageList { return lists[i] }, plain, raw.dest(),
-		func(pos Position, c string, ord int64) Edge {
-			raw.id = raw.rowID()
+		func(pos Position, c string, ord int64, id string) Edge {
+			// The keyset's id is the run's.
+			raw.id = id
 			snap, err := raw.decode(pos)
 			return Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
 		},
@@ -282,13 +283,14 @@ func reading(wants []pageWant) string {
 	return "reading " + strings.Join(kinds, " and ")
 }
 
-// readPages reads a batch of pages, reqs[i] of list(i), in the read carried by ctx, in
-// one statement: for each row of a page it scans the row's own columns
-// into dest and makes its edge with edge, then each request's page with
+// readPages reads a batch of pages, reqs[i] of list(i), in the read
+// carried by ctx, in one statement: for each row of a page it scans the
+// row's own columns into dest and makes its edge with edge (given the
+// row's cursor and keyset ordinal and id), then each request's page with
 // page. Results are in request order; a bad page size or cursor fails only
 // its request.
 func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageList, reqs []PageRequest, dest []any,
-	edge func(pos Position, cursor string, ord int64) E, page func(req PageRequest, edges []E, info PageInfo) P) ([]Result[P], error) {
+	edge func(pos Position, cursor string, ord int64, id string) E, page func(req PageRequest, edges []E, info PageInfo) P) ([]Result[P], error) {
 	out := make([]Result[P], len(reqs))
 	err := r.with(ctx, func(q *querier) error {
 		for _, req := range reqs {
@@ -307,7 +309,7 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 			stmt, args := pagesSQL(q.dialect(), wants)
 			var wi int64
 			var ord, id any
-			scan := append([]any{&wi, &ord, &id}, dest...)
+			scan := append([]any{&wi, store.IntDests(&ord)[0], store.TextDests(&id)[0]}, dest...)
 			starts := make([]string, len(wants))
 			ends := make([]string, len(wants))
 			err := q.each(stmt, args, scan, reading(wants), func() error {
@@ -330,7 +332,7 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 					starts[wi] = c
 				}
 				ends[wi] = c
-				edges[w.req] = append(edges[w.req], edge(q.pos(), c, o))
+				edges[w.req] = append(edges[w.req], edge(q.pos(), c, o, s))
 				return nil
 			})
 			if err != nil {
