@@ -14,7 +14,7 @@ import (
 // Batching: one path for every read that a field makes.
 //
 // Each operation gets its own loaders (one per kind of read: runs, pages of
-// children, steps by key, …). A loader is a cache of results keyed by what
+// children and rounds, steps by key, …). A loader is a cache of results keyed by what
 // was asked, each result a value or the error that key alone failed with:
 // a key is read at most once per operation, whoever asks first, and a failed
 // read is answered from the cache instead of being run again (in PostgreSQL
