@@ -359,34 +359,35 @@ func measureClients(b *testing.B, bs *benchStore, op func(id string) error) {
 }
 
 func postQuery(client *http.Client, url, query string, vars map[string]any) error {
+	_, err := postAnswer(client, url, query, vars)
+	return err
+}
+
+// postAnswer posts a query and returns its answer, which must be a 200
+// without errors.
+func postAnswer(client *http.Client, url, query string, vars map[string]any) ([]byte, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	res, err := client.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
-		return fmt.Errorf("status %d: %s", res.StatusCode, raw)
+		return nil, fmt.Errorf("status %d: %s", res.StatusCode, raw)
 	}
-	return nil
+	return raw, nil
 }
 
 // responseSize is the size of flowsnap's answer to query, which must
 // succeed.
 func responseSize(b *testing.B, client *http.Client, url, query string, vars map[string]any) int {
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	res, err := client.Post(url, "application/json", bytes.NewReader(body))
+	raw, err := postAnswer(client, url, query, vars)
 	if err != nil {
 		b.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
-		b.Fatalf("status %d, %v: %s", res.StatusCode, err, raw)
 	}
 	return len(raw)
 }

@@ -85,11 +85,11 @@ func (r *Reader) page(ctx context.Context, kind cursor.Kind, req PageRequest) (*
 // size. Results are in request order; a bad page size or cursor fails only
 // its request, a broken row only its edge.
 func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest) ([]Result[*Page], error) {
-	kinds := make([]RunPageRequest, len(reqs))
-	for i, req := range reqs {
-		kinds[i] = RunPageRequest{Kind: kind, PageRequest: req}
+	l, ok := runLists[kind]
+	if !ok {
+		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
 	}
-	return r.RunPages(ctx, kinds)
+	return r.runPages(ctx, only(l), reqs)
 }
 
 // RunPageRequest asks for one page of a run's children (Kind
@@ -112,8 +112,13 @@ func (r *Reader) RunPages(ctx context.Context, reqs []RunPageRequest) ([]Result[
 		}
 		lists[i], plain[i] = l, req.PageRequest
 	}
+	return r.runPages(ctx, func(i int) pageList { return lists[i] }, plain)
+}
+
+// runPages reads pages of run lists, reqs[i] of list(i), edges and runs.
+func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest) ([]Result[*Page], error) {
 	var raw rawRun
-	return readPages(ctx, r, func(i int) pageList { return lists[i] }, plain, raw.dest(),
+	return readPages(ctx, r, list, reqs, raw.dest(),
 		func(pos Position, c string, ord int64, id string) Edge {
 			// The keyset's id is the run's.
 			raw.id = id
