@@ -13,6 +13,7 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/live"
+	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -56,6 +57,13 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
 			&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
 			&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
+			&cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept on SQLite, so that a batch of unchanged runs is read by their revisions alone (0 keeps none)", Sources: twin("FLOWSNAP_RUN_CACHE_MB"), Local: true,
+				Validator: func(v int) error {
+					if v < 0 {
+						return fmt.Errorf("--run-cache-mb %d: want 0 or more", v)
+					}
+					return nil
+				}},
 			&cli.IntFlag{Name: "max-readers", Usage: "the most read transactions open at once", DefaultText: "8; on SQLite twice the CPUs, at most 8", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
 			&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
@@ -81,6 +89,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			maxDepth:        cmd.Int("max-depth"),
 			introspection:   cmd.Bool("introspection"),
 			maxReaders:      cmd.Int("max-readers"),
+			runCacheMB:      int(cmd.Int("run-cache-mb")),
 			logFormat:       cmd.String("log-format"),
 			corsOrigins:     cmd.StringSlice("cors-origin"),
 			debugAddr:       cmd.String("debug-addr"),

@@ -28,8 +28,10 @@ type serveOptions struct {
 	maxDepth        int
 	introspection   bool
 	maxReaders      int
-	logFormat       string
-	corsOrigins     []string
+	// runCacheMB is the run cache of a SQLite store's reader, in MiB.
+	runCacheMB  int
+	logFormat   string
+	corsOrigins []string
 	// limits holds the request bounds of graph.Options (the Max* fields).
 	limits  graph.Options
 	stdout  io.Writer
@@ -73,7 +75,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := graph.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
+	if db.Dialect() == store.SQLite {
+		reader.SetRunCache(opts.runCacheMB << 20)
+	}
 	reader.OnRead = metrics.ObserveRead
+	registerRunCache(reg, reader)
 	replicas, err := openReplicas(ctx, reader, opts)
 	if err != nil {
 		return err
@@ -180,4 +186,20 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	}
 	return nil
+}
+
+// registerRunCache exports what the reader's run cache answered and missed,
+// and the bytes it holds.
+func registerRunCache(reg prometheus.Registerer, reader *snapshot.Reader) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flowsnap_run_cache_hits_total",
+			Help: "Runs of a batch answered from the run cache, read by their revisions alone."},
+			func() float64 { hits, _, _ := reader.RunCacheStats(); return float64(hits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flowsnap_run_cache_misses_total",
+			Help: "Live runs of a batch the run cache was asked for and did not hold at their revision."},
+			func() float64 { _, misses, _ := reader.RunCacheStats(); return float64(misses) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowsnap_run_cache_bytes",
+			Help: "About how much memory the runs in the run cache hold."},
+			func() float64 { _, _, bytes := reader.RunCacheStats(); return float64(bytes) }),
+	)
 }

@@ -123,6 +123,11 @@ func TestCompressedBatchAndMetrics(t *testing.T) {
 			regexp.MustCompile(`(?m)^flowsnap_build_info\{goversion="` + regexp.QuoteMeta(runtime.Version()) + `",revision="[^"]+",version="[^"]+"\} 1$`),
 			regexp.MustCompile(`(?m)^flowsnap_readers_in_use 0$`),
 			regexp.MustCompile(`(?m)^flowsnap_readers_max 5$`),
+			// The batch was read three times: on SQLite the second and
+			// third read the 200 runs by their revisions alone.
+			regexp.MustCompile(map[store.Dialect]string{store.SQLite: `(?m)^flowsnap_run_cache_hits_total [1-9][0-9]{2,}$`,
+				store.Postgres: `(?m)^flowsnap_run_cache_hits_total 0$`}[d]),
+			regexp.MustCompile(`(?m)^flowsnap_run_cache_bytes \d+$`),
 		} {
 			if !want.MatchString(metrics) {
 				t.Errorf("/metrics lacks %s", want)

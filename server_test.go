@@ -220,6 +220,7 @@ func TestCommandLineRefusesWhatItDoesNotKnow(t *testing.T) {
 	for want, args := range map[string][]string{
 		"text or json": {"flowsnap", "serve", "--db", "x.db", "--log-format", "xml"},
 		"no-such-flag": {"flowsnap", "serve", "--db", "x.db", "--no-such-flag"},
+		"0 or more":    {"flowsnap", "serve", "--db", "x.db", "--run-cache-mb", "-1"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &out)

@@ -71,6 +71,9 @@ const (
 // -cpuprofile needs, and cpu-µs/req counts server and client together. On
 // PostgreSQL pg-µs/req is the CPU its backends spent (from /proc of the
 // backend pids pg_stat_activity lists, when the server is on this machine).
+// On SQLite the server keeps its run cache, so that the batch rows read the
+// revisions of the same 100 runs and not their rows;
+// FLOWSNAP_BENCH_RUN_CACHE=0 measures every batch as a first read.
 func BenchmarkLoad(b *testing.B) {
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
@@ -222,7 +225,7 @@ func serveLoad(dsn string) error {
 		}()
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(snapshot.NewReader(db), graph.Options{}))
+	mux.Handle("/graphql", graph.NewHandler(loadReader(db), graph.Options{}))
 	// /floor reads a request and answers n bytes of JSON, and nothing
 	// else: the httpFloor rows, what the same exchange costs a Go HTTP
 	// server that reads no store and runs no GraphQL.
@@ -260,6 +263,18 @@ func serveLoad(dsn string) error {
 	return nil
 }
 
+// loadReader is the reader the load server serves db with:
+// FLOWSNAP_BENCH_RUN_CACHE=0 turns its run cache off, so that every batch
+// reads its rows as on its first read (the cache is only ever on for
+// SQLite, where it is on by default).
+func loadReader(db *store.DB) *snapshot.Reader {
+	r := snapshot.NewReader(db)
+	if os.Getenv("FLOWSNAP_BENCH_RUN_CACHE") == "0" {
+		r.SetRunCache(0)
+	}
+	return r
+}
+
 // peakRSS is this process's peak resident memory in KiB (VmHWM), 0 when
 // unknown. Not getrusage's ru_maxrss, which a process started by exec
 // inherits from the one that started it.
@@ -294,7 +309,7 @@ type loadServer struct {
 // reader from this process.
 func startLoadServer(b *testing.B, reader *snapshot.Reader, dsn string) *loadServer {
 	if os.Getenv("FLOWSNAP_BENCH_INPROCESS") == "1" {
-		srv := httptest.NewServer(graph.NewHandler(reader, graph.Options{}))
+		srv := httptest.NewServer(graph.NewHandler(loadReader(reader.DB()), graph.Options{}))
 		b.Cleanup(srv.Close)
 		return &loadServer{url: srv.URL}
 	}

@@ -23,13 +23,31 @@ type Reader struct {
 	sourceMu sync.Mutex
 	source   string // the source of the first position read
 
-	// selectRuns is the statement of every batch of runs, made once.
-	selectRuns string
+	// selectRuns is the statement of every batch of runs, and
+	// selectRevisions that of their revisions, made once.
+	selectRuns, selectRevisions string
+	// cache, when set, keeps decoded runs by revision (see SetRunCache).
+	cache *runCache
 }
 
-// NewReader returns a Reader of db.
+// NewReader returns a Reader of db. On SQLite it keeps decoded runs in a
+// cache of DefaultRunCacheBytes (see SetRunCache).
 func NewReader(db *store.DB) *Reader {
-	return &Reader{db: db, selectRuns: selectRuns(db.Dialect())}
+	r := &Reader{db: db, selectRuns: selectRuns(db.Dialect()), selectRevisions: selectRevisions(db.Dialect())}
+	if db.Dialect() == store.SQLite {
+		r.cache = newRunCache(DefaultRunCacheBytes)
+	}
+	return r
+}
+
+// SetRunCache sets how many bytes of decoded runs the reader keeps, to
+// read again by their revisions alone; 0 keeps none. Call it before the
+// first read.
+func (r *Reader) SetRunCache(bytes int) {
+	r.cache = nil
+	if bytes > 0 {
+		r.cache = newRunCache(bytes)
+	}
 }
 
 // DB returns the store the reader reads.
@@ -64,7 +82,9 @@ type Read struct {
 // and it spares BEGIN and ROLLBACK, on PostgreSQL a round trip. A second
 // statement is refused (Internal)
 // rather than read at another snapshot, so the caller must be sure. It
-// has no effect once something was read, nor on a reader with replicas.
+// has no effect once something was read, nor on a reader with replicas,
+// nor for a batch the run cache answers (see SetRunCache), whose changed
+// rows may be a second statement.
 func (rd *Read) Alone() {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()

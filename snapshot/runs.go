@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
@@ -44,7 +45,8 @@ func (r *Reader) Run(ctx context.Context, id string) (Snapshot, error) {
 	return res[0].Get()
 }
 
-// runs reads ids in one statement.
+// runs reads ids in one statement, or, when the reader's run cache holds
+// most of them, their revisions and then only the rows that changed.
 func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	out := make([]Result[Snapshot], len(ids))
 	// first maps each distinct id to its first place in ids; only ids that
@@ -67,23 +69,18 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	if len(distinct) == 0 {
 		return out, nil
 	}
-	var raw rawRun
-	read := 0
-	err := q.each(q.rd.r.selectRuns, []any{q.dialect().TextListArg(distinct)}, raw.dest(), "reading runs", func() error {
-		i, ok := indexOf(first, raw.idText)
-		if !ok || out[i].Value != nil || out[i].Err != nil {
-			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+	todo := distinct
+	cache := q.cache(distinct)
+	if cache != nil {
+		var err error
+		if todo, err = q.cachedRuns(cache, ids, first, distinct, out); err != nil {
+			return nil, err
 		}
-		raw.id = ids[i]
-		out[i].Value, out[i].Err = raw.decode(q.pos())
-		read++
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	if read != len(distinct) {
-		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+	if len(todo) > 0 {
+		if err := q.decodedRuns(cache, ids, first, todo, out); err != nil {
+			return nil, err
+		}
 	}
 	if repeats {
 		for i, id := range ids {
@@ -93,4 +90,99 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 		}
 	}
 	return out, nil
+}
+
+// cache returns the reader's run cache when it is worth asking for
+// distinct: it holds two or more of them and at least three in four. Its
+// revisions cost about a third of what the rows do, and the rows that
+// changed are then a statement of their own, so a batch the cache mostly
+// misses is read whole at once. A read that was to run alone then opens a
+// transaction, since it may need that second statement.
+func (q *querier) cache(distinct []string) *runCache {
+	c := q.rd.r.cache
+	if c == nil || len(distinct) < 2 || q.rd.ranAlone {
+		return nil
+	}
+	if held := c.holds(distinct); held < 2 || held*4 < len(distinct)*3 {
+		return nil
+	}
+	q.rd.alone = false
+	return c
+}
+
+// cachedRuns reads the revisions of distinct and places in out each run the
+// cache holds at its revision, and each id without a run's row; it returns
+// the ids it did not place.
+func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, distinct []string, out []Result[Snapshot]) ([]string, error) {
+	var raw rawRun
+	ints := store.IntDests(&raw.revision, &raw.deleted)
+	dest := []any{store.TextDests(&raw.idText)[0], ints[0], ints[1], &raw.runID}
+	var misses []string
+	read := 0
+	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(distinct)}, dest, "reading runs' revisions", func() error {
+		i, ok := indexOf(first, raw.idText)
+		if !ok || out[i].Value != nil || out[i].Err != nil {
+			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+		}
+		read++
+		pos := q.pos()
+		r, okRev := toInt(raw.revision)
+		d, okDel := toInt(raw.deleted)
+		switch {
+		case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
+			if run, ok := c.get(pos.Source, ids[i], r); ok {
+				out[i].Value = run
+				return nil
+			}
+			c.misses.Add(1)
+		case (raw.revision == nil || okDel && d != 0) && raw.runID == nil:
+			// Never seen, or a tombstone: decoded as selectRuns's row of
+			// it would be, which has no run columns either.
+			raw.id = ids[i]
+			out[i].Value, out[i].Err = raw.decode(pos)
+			return nil
+		}
+		// Anything else, a broken change row included, is read whole
+		// and judged there.
+		misses = append(misses, ids[i])
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if read != len(distinct) {
+		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+	}
+	return misses, nil
+}
+
+// decodedRuns reads the rows of todo and places each decoded run in out,
+// keeping the runs in c when it is set.
+func (q *querier) decodedRuns(c *runCache, ids []string, first map[string]int, todo []string, out []Result[Snapshot]) error {
+	var raw rawRun
+	var fresh []*Run
+	read := 0
+	err := q.each(q.rd.r.selectRuns, []any{q.dialect().TextListArg(todo)}, raw.dest(), "reading runs", func() error {
+		i, ok := indexOf(first, raw.idText)
+		if !ok || out[i].Value != nil || out[i].Err != nil {
+			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+		}
+		raw.id = ids[i]
+		out[i].Value, out[i].Err = raw.decode(q.pos())
+		if run, ok := out[i].Value.(*Run); ok && q.rd.r.cache != nil {
+			fresh = append(fresh, run)
+		}
+		read++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if read != len(todo) {
+		return fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+	}
+	if len(fresh) > 0 {
+		q.rd.r.cache.put(q.pos().Source, fresh)
+	}
+	return nil
 }

@@ -1,0 +1,127 @@
+package snapshot
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// DefaultRunCacheBytes is how much memory a SQLite store's Reader lends to
+// decoded runs by default (see Reader.SetRunCache).
+const DefaultRunCacheBytes = 4 << 20
+
+// runCache keeps decoded runs by id, each with the revision it was read
+// at. A run's revision changes with every change of its row, its spawn
+// edges or its journal (SPEC §1.3, kept by the store's own triggers), so a
+// run read again at the revision cached is the run cached: a batch whose
+// runs have not changed reads their revisions alone, and only the rows
+// that did change. It is safe for concurrent use; runs in it are never
+// modified.
+type runCache struct {
+	// hits and misses count the runs asked of it.
+	hits, misses atomic.Uint64
+
+	mu     sync.Mutex
+	source string
+	m      map[string]cachedRun
+	bytes  int
+	max    int
+}
+
+type cachedRun struct {
+	rev  int64
+	run  *Run
+	size int
+}
+
+func newRunCache(max int) *runCache {
+	return &runCache{max: max, m: map[string]cachedRun{}}
+}
+
+// runSize is roughly what a decoded run holds in memory: its state, its
+// id and the run itself, with what is optional.
+func runSize(r *Run) int {
+	return 512 + len(r.State) + 2*len(r.ID) + len(r.LineageID)
+}
+
+// holds reports how many of ids it holds a run of, at whatever revision.
+func (c *runCache) holds(ids []string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if _, ok := c.m[id]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// get returns the run of id read at rev from source, if held.
+func (c *runCache) get(source, id string, rev int64) (*Run, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || e.rev != rev || source != c.source {
+		return nil, false
+	}
+	c.hits.Add(1)
+	return e.run, true
+}
+
+// put keeps runs read from source, dropping others (in no particular
+// order) to stay within its bytes.
+func (c *runCache) put(source string, runs []*Run) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if source != c.source {
+		clear(c.m)
+		c.bytes, c.source = 0, source
+	}
+	for _, r := range runs {
+		size := runSize(r)
+		if size > c.max/16 {
+			continue
+		}
+		if old, ok := c.m[r.ID]; ok {
+			c.bytes -= old.size
+		}
+		for id, e := range c.m {
+			if c.bytes+size <= c.max {
+				break
+			}
+			delete(c.m, id)
+			c.bytes -= e.size
+		}
+		c.m[r.ID] = cachedRun{rev: r.Revision, run: r, size: size}
+		c.bytes += size
+	}
+}
+
+// RunCacheStats reports how many runs the reader's run cache answered and
+// how many it was asked for and could not (their rows were read), and how
+// many bytes of runs it holds now; all 0 without a cache.
+func (r *Reader) RunCacheStats() (hits, misses uint64, bytes int) {
+	c := r.cache
+	if c == nil {
+		return 0, 0, 0
+	}
+	c.mu.Lock()
+	bytes = c.bytes
+	c.mu.Unlock()
+	return c.hits.Load(), c.misses.Load(), bytes
+}
+
+// selectRevisions is the statement that reads the change rows of a batch
+// of ids: what says whether their cached runs still hold. For an id without
+// a live change row (never seen, or a tombstone) it also says whether a
+// row of the run exists, so that such an id is answered without its row,
+// as selectRuns would answer it.
+func selectRevisions(d store.Dialect) string {
+	return `WITH q(id) AS (` + d.TextList(1) + `)
+SELECT q.id, c.revision, c.deleted,
+	CASE WHEN c.revision IS NULL OR c.deleted <> 0 THEN (SELECT 1 FROM flows_runs r WHERE r.run_id = q.id) END
+FROM q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id`
+}

@@ -1,0 +1,157 @@
+package snapshot_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/snapshot/snapshottest"
+	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
+)
+
+// TestRunCache reads a batch again and again while its runs change, are
+// deleted and are broken, through a reader with the run cache (on in both
+// dialects here), and checks each answer against a reader without it.
+func TestRunCache(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		ctx := context.Background()
+		ids := make([]string, 8)
+		var runs []engine.NewRun
+		for i := range ids {
+			ids[i] = fmt.Sprintf("r%d", i)
+			runs = append(runs, engine.NewRun{ID: ids[i], FlowName: "cached"})
+		}
+		f.create(t, runs...)
+		f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
+		uncached := snapshot.NewReader(f.ro)
+		uncached.SetRunCache(0)
+		asked := append(append([]string{}, ids...), "never", ids[0])
+
+		// read reads asked through f.r, checks it against uncached and
+		// returns how many statements it ran and how many runs the cache
+		// answered.
+		read := func(t *testing.T) (statements int, hits uint64) {
+			t.Helper()
+			before, _, _ := f.r.RunCacheStats()
+			rctx, rd := f.r.Begin(ctx)
+			got, err := f.r.Runs(rctx, asked)
+			statements = rd.Statements()
+			rd.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := uncached.Runs(ctx, asked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range asked {
+				if fault.CodeOf(got[i].Err) != fault.CodeOf(want[i].Err) || !reflect.DeepEqual(got[i].Value, want[i].Value) {
+					t.Errorf("%s: %#v (%v), want %#v (%v)", asked[i], got[i].Value, got[i].Err, want[i].Value, want[i].Err)
+				}
+			}
+			after, _, _ := f.r.RunCacheStats()
+			return statements, after - before
+		}
+
+		t.Run("a first read reads the rows", func(t *testing.T) {
+			if n, hits := read(t); n != 2 || hits != 0 {
+				t.Fatalf("%d statements and %d runs from the cache, want 2 (the position and the runs) and 0", n, hits)
+			}
+		})
+		t.Run("unchanged runs are read by their revisions", func(t *testing.T) {
+			if n, hits := read(t); n != 2 || hits != uint64(len(ids)) {
+				t.Fatalf("%d statements and %d runs from the cache, want 2 (the position and the revisions) and %d", n, hits, len(ids))
+			}
+		})
+		t.Run("a changed run is read again", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Start(ctx, ids[1], worker) })
+			n, hits := read(t)
+			if n != 3 || hits != uint64(len(ids)-1) {
+				t.Fatalf("%d statements and %d runs from the cache, want 3 (the position, the revisions and the changed run) and %d", n, hits, len(ids)-1)
+			}
+			if r := f.observed(t, ids[1]); r.Owner == nil {
+				t.Fatalf("the started run has no owner: %+v", r)
+			}
+		})
+		t.Run("a new spawn edge is read", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.AddChild(ctx, ids[2], ids[3], 0) })
+			read(t)
+		})
+		t.Run("a deleted run is a tombstone", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Delete(ctx, ids[4]) })
+			read(t)
+		})
+		t.Run("a run broken since it was cached fails its element", func(t *testing.T) {
+			read(t)
+			snapshottest.Loosen(t, f.db).Exec(t, `UPDATE flows_runs SET execution_parent_id = 'r0' WHERE run_id = 'r5'`)
+			if _, hits := read(t); hits != uint64(len(ids)-2) {
+				t.Fatalf("%d runs from the cache, want %d", hits, len(ids)-2)
+			}
+			res := f.runs(t, ids[5])
+			if fault.CodeOf(res[0].Err) != fault.DecodeFailed {
+				t.Fatalf("the broken run: %v, %v", res[0].Value, res[0].Err)
+			}
+		})
+		t.Run("a batch the cache mostly misses is read at once", func(t *testing.T) {
+			var fresh []engine.NewRun
+			for i := range 8 {
+				fresh = append(fresh, engine.NewRun{ID: fmt.Sprintf("new%d", i), FlowName: "cached"})
+			}
+			f.create(t, fresh...)
+			rctx, rd := f.r.Begin(ctx)
+			defer rd.End()
+			if _, err := f.r.Runs(rctx, []string{ids[0], ids[6], "new0", "new1", "new2", "new3", "new4", "new5"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := rd.Statements(); n != 2 {
+				t.Fatalf("%d statements, want 2", n)
+			}
+		})
+		noOpenReads(t, f.ro)
+	})
+}
+
+// TestRunCacheStaysWithinItsBytes fills a small cache with more runs than
+// it holds.
+func TestRunCacheStaysWithinItsBytes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, store.SQLite)
+	const limit = 16 << 10
+	f.r.SetRunCache(limit)
+	ctx := context.Background()
+	var runs []engine.NewRun
+	var ids []string
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("run-%03d", i))
+		runs = append(runs, engine.NewRun{ID: ids[i], FlowName: "bulk"})
+	}
+	f.create(t, runs...)
+	for range 2 {
+		for lo := 0; lo < len(ids); lo += 50 {
+			if _, err := f.r.Runs(ctx, ids[lo:lo+50]); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, bytes := f.r.RunCacheStats(); bytes > limit {
+				t.Fatalf("the cache holds %d bytes, more than its %d", bytes, limit)
+			}
+		}
+	}
+	if _, _, bytes := f.r.RunCacheStats(); bytes == 0 {
+		t.Fatal("the cache holds nothing")
+	}
+	f.r.SetRunCache(0)
+	if _, err := f.r.Runs(ctx, ids[:50]); err != nil {
+		t.Fatal(err)
+	}
+	if hits, misses, bytes := f.r.RunCacheStats(); hits != 0 || misses != 0 || bytes != 0 {
+		t.Fatalf("without a cache: %d hits, %d misses, %d bytes", hits, misses, bytes)
+	}
+}
