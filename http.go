@@ -75,7 +75,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := graph.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
-	if db.Dialect() == store.SQLite {
+	if db.Dialect().InProcess() {
 		reader.SetRunCache(opts.runCacheMB << 20)
 	}
 	reader.OnRead = metrics.ObserveRead

@@ -34,7 +34,7 @@ type Reader struct {
 // cache of DefaultRunCacheBytes (see SetRunCache).
 func NewReader(db *store.DB) *Reader {
 	r := &Reader{db: db, selectRuns: selectRuns(db.Dialect()), selectRevisions: selectRevisions(db.Dialect())}
-	if db.Dialect() == store.SQLite {
+	if db.Dialect().InProcess() {
 		r.cache = newRunCache(DefaultRunCacheBytes)
 	}
 	return r

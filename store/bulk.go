@@ -117,3 +117,8 @@ func (d Dialect) RelaxDurability(ctx context.Context, tx Tx) error {
 // row, and the versions a transaction leaves of it cannot be pruned before
 // it commits.
 func (d Dialect) CostlyLongWrites() bool { return d == Postgres }
+
+// InProcess reports that the database runs in this process (SQLite): a
+// statement costs no round trip, so a read may take one more statement to
+// spare work, as the run cache's revisions first do.
+func (d Dialect) InProcess() bool { return d == SQLite }

@@ -48,7 +48,7 @@ func newWALGate(path string) *walGate {
 	return &walGate{
 		walPath:   path + "-wal",
 		threshold: 4 << 20,
-		interval:  500 * time.Millisecond,
+		interval:  250 * time.Millisecond,
 		hold:      250 * time.Millisecond,
 	}
 }
