@@ -78,7 +78,7 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 		}
 	}
 	if len(todo) > 0 {
-		if err := q.decodedRuns(cache, ids, first, todo, out); err != nil {
+		if err := q.decodedRuns(ids, first, todo, out); err != nil {
 			return nil, err
 		}
 	}
@@ -120,9 +120,9 @@ func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, di
 	var misses []string
 	read := 0
 	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(distinct)}, dest, "reading runs' revisions", func() error {
-		i, ok := indexOf(first, raw.idText)
-		if !ok || out[i].Value != nil || out[i].Err != nil {
-			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+		i, err := slot(first, raw.idText, out)
+		if err != nil {
+			return err
 		}
 		read++
 		pos := q.pos()
@@ -151,25 +151,26 @@ func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, di
 		return nil, err
 	}
 	if read != len(distinct) {
-		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+		return nil, errFewerRuns
 	}
 	return misses, nil
 }
 
 // decodedRuns reads the rows of todo and places each decoded run in out,
-// keeping the runs in c when it is set.
-func (q *querier) decodedRuns(c *runCache, ids []string, first map[string]int, todo []string, out []Result[Snapshot]) error {
+// keeping them in the reader's run cache when it has one.
+func (q *querier) decodedRuns(ids []string, first map[string]int, todo []string, out []Result[Snapshot]) error {
+	c := q.rd.r.cache
 	var raw rawRun
 	var fresh []*Run
 	read := 0
 	err := q.each(q.rd.r.selectRuns, []any{q.dialect().TextListArg(todo)}, raw.dest(), "reading runs", func() error {
-		i, ok := indexOf(first, raw.idText)
-		if !ok || out[i].Value != nil || out[i].Err != nil {
-			return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+		i, err := slot(first, raw.idText, out)
+		if err != nil {
+			return err
 		}
 		raw.id = ids[i]
 		out[i].Value, out[i].Err = raw.decode(q.pos())
-		if run, ok := out[i].Value.(*Run); ok && q.rd.r.cache != nil {
+		if run, ok := out[i].Value.(*Run); ok && c != nil {
 			fresh = append(fresh, run)
 		}
 		read++
@@ -179,10 +180,22 @@ func (q *querier) decodedRuns(c *runCache, ids []string, first map[string]int, t
 		return err
 	}
 	if read != len(todo) {
-		return fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
+		return errFewerRuns
 	}
 	if len(fresh) > 0 {
-		q.rd.r.cache.put(q.pos().Source, fresh)
+		c.put(q.pos().Source, fresh)
 	}
 	return nil
 }
+
+// slot returns the place in out of the run a row answers: one asked for
+// (in first) and not answered yet.
+func slot(first map[string]int, id any, out []Result[Snapshot]) (int, error) {
+	i, ok := indexOf(first, id)
+	if !ok || out[i].Value != nil || out[i].Err != nil {
+		return 0, fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+	}
+	return i, nil
+}
+
+var errFewerRuns = fault.Errorf(fault.PersistenceFailed, "the store answered fewer runs than asked")
