@@ -104,3 +104,34 @@ func TestAloneReads(t *testing.T) {
 		noOpenReads(t, f.ro)
 	})
 }
+
+// TestAMinimumBeyondTheStoreRefusesTheFirstStatement asks for a position
+// beyond the store in a read whose first statement opens it (pipelined
+// with its BEGIN and position on PostgreSQL): SOURCE_CHANGED, as a read
+// that opens with its position or alone says, not PERSISTENCE_FAILED.
+func TestAMinimumBeyondTheStoreRefusesTheFirstStatement(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		f.create(t, engine.NewRun{ID: "a", FlowName: "f"})
+		ctx := context.Background()
+		pos, err := f.r.Position(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rd := f.r.Begin(ctx)
+		rd.AtLeast(pos.Revision + 1)
+		if _, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a"}); fault.CodeOf(err) != fault.SourceChanged {
+			t.Errorf("a page as the first statement: %v, want SOURCE_CHANGED", err)
+		}
+		rd.End()
+		rctx, rd = f.r.Begin(ctx)
+		rd.AtLeast(pos.Revision + 1)
+		if _, err := f.r.Runs(rctx, []string{"a"}); fault.CodeOf(err) != fault.SourceChanged {
+			t.Errorf("runs as the first statement: %v, want SOURCE_CHANGED", err)
+		}
+		rd.End()
+		noOpenReads(t, f.ro)
+	})
+}

@@ -456,7 +456,10 @@ func (q *querier) each(sql string, args []any, dest []any, doing string, row fun
 		if errors.Is(err, errSecondStatement) {
 			return err
 		}
-		return persistence(err, doing)
+		// The statement that opens the read fails with the open's own
+		// error when it has a code (a position beyond the store, a
+		// timeout).
+		return persistenceUnlessCoded(err, doing)
 	}
 	defer rows.Close()
 	for rows.Next() {
