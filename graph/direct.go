@@ -237,7 +237,7 @@ func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]g
 	if fields, ok := w.collected[key]; ok {
 		return fields, true
 	}
-	fields := graphql.CollectFields(w.oc, sel, implementors)
+	fields := collectFields(w.oc, sel, implementors)
 	for _, f := range fields {
 		if f.IsDeferred() {
 			return nil, false

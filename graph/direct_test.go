@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -35,6 +33,9 @@ type directCase struct {
 	vars   map[string]any
 	direct bool // whether the direct answer is to write it
 	alone  bool // whether its one statement is to run alone
+	// cached says whether, sent a second time, the endpoint answers it
+	// from the query cache itself (answerCached).
+	cached bool
 }
 
 // TestDirectAnswersAsTheExecutor sends each operation to a server that
@@ -77,38 +78,55 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 	first := e.ok(`{ run(id: "parent") { ... on Run { children(first: 3) { pageInfo { endCursor } } } } }`, nil)
 	after := get(first.Data, "run", "children", "pageInfo", "endCursor").(string)
 
+	sent := map[string]bool{}
 	for _, c := range directCases(after) {
 		t.Run(c.name, func(t *testing.T) {
-			logs.Reset()
-			e.mu.Lock()
-			e.stmts = nil
-			e.mu.Unlock()
-			mu.Lock()
-			stmts = nil
-			mu.Unlock()
+			// Sent a second time, a valid document is in the query cache,
+			// and the endpoint answers it itself (answerCached): the same
+			// bytes and statements again, whichever writes the data.
+			var firstBody []byte
+			for round, time := range []string{"the first time", "from the query cache"} {
+				logs.Reset()
+				e.mu.Lock()
+				e.stmts = nil
+				e.mu.Unlock()
+				mu.Lock()
+				stmts = nil
+				mu.Unlock()
 
-			dStatus, dBody := postRaw(t, e.url, c.query, c.vars)
-			gStatus, gBody := postRaw(t, general.URL, c.query, c.vars)
-			if dStatus != gStatus || !bytes.Equal(dBody, gBody) {
-				t.Fatalf("the answers differ:\ndirect   %d %s\nexecutor %d %s", dStatus, dBody, gStatus, gBody)
+				dStatus, dBody := postRaw(t, e.url, c.query, c.vars)
+				gStatus, gBody := postRaw(t, general.URL, c.query, c.vars)
+				if dStatus != gStatus || !bytes.Equal(dBody, gBody) {
+					t.Fatalf("%s, the answers differ:\ndirect   %d %s\nexecutor %d %s", time, dStatus, dBody, gStatus, gBody)
+				}
+				if round == 0 {
+					firstBody = dBody
+				} else if !bytes.Equal(dBody, firstBody) {
+					t.Fatalf("the answer from the query cache differs:\n%s\n%s", dBody, firstBody)
+				}
+				e.mu.Lock()
+				mu.Lock()
+				if !slices.Equal(e.stmts, stmts) {
+					t.Errorf("%s, statements: direct %v, executor %v", time, e.stmts, stmts)
+				}
+				mu.Unlock()
+				e.mu.Unlock()
+				log := logs.String()
+				if answered := strings.Contains(log, `"direct":true`); answered != c.direct {
+					t.Errorf("%s, answered directly: %v, want %v (%s)", time, answered, c.direct, dBody)
+				}
+				if alone := strings.Contains(log, `"alone":true`); alone != c.alone {
+					t.Errorf("%s, ran alone: %v, want %v", time, alone, c.alone)
+				}
+				if c.direct && bytes.Contains(dBody, []byte(`"errors"`)) {
+					t.Errorf("%s, a direct answer with errors: %s", time, dBody)
+				}
+				want := c.cached && (round == 1 || sent[c.query])
+				if cached := strings.Contains(log, `"cached":true`); cached != want {
+					t.Errorf("%s, answered by the endpoint from its cache: %v, want %v", time, cached, want)
+				}
 			}
-			e.mu.Lock()
-			mu.Lock()
-			if !slices.Equal(e.stmts, stmts) {
-				t.Errorf("statements: direct %v, executor %v", e.stmts, stmts)
-			}
-			mu.Unlock()
-			e.mu.Unlock()
-			answered := strings.Contains(logs.String(), `"direct":true`)
-			if answered != c.direct {
-				t.Errorf("answered directly: %v, want %v (%s)", answered, c.direct, dBody)
-			}
-			if alone := strings.Contains(logs.String(), `"alone":true`); alone != c.alone {
-				t.Errorf("ran alone: %v, want %v", alone, c.alone)
-			}
-			if c.direct && bytes.Contains(dBody, []byte(`"errors"`)) {
-				t.Errorf("a direct answer with errors: %s", dBody)
-			}
+			sent[c.query] = true
 		})
 	}
 }
@@ -124,46 +142,46 @@ func directCases(after string) []directCase {
 		pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor } }`
 	ids := []any{"waiter", "runner", "cancelled", "gone", "never", "waiter", "round-3", "child-007", oddID, oddID + " waits", "parent"}
 	return []directCase{
-		{name: "every known field of a run", direct: true, alone: true,
+		{name: "every known field of a run", cached: true, direct: true, alone: true,
 			query: `query($id: ID!) { run(id: $id) { __typename ... on Run { ` + runFields + ` } ... on MissingRun { id deleted deletedAtRevision } } }`,
 			vars:  map[string]any{"id": "waiter"}},
-		{name: "a run with odd text", direct: true, alone: true,
+		{name: "a run with odd text", cached: true, direct: true, alone: true,
 			query: `query($id: ID!) { run(id: $id) { ... on Run { ` + runFields + ` } } }`,
 			vars:  map[string]any{"id": oddID}},
-		{name: "a waiting run with odd text", direct: true, alone: true,
+		{name: "a waiting run with odd text", cached: true, direct: true, alone: true,
 			query: `query($id: ID!) { run(id: $id) { ... on Run { ` + runFields + ` } } }`,
 			vars:  map[string]any{"id": oddID + " waits"}},
-		{name: "a batch with missing, deleted and repeated ids", direct: true, alone: true,
+		{name: "a batch with missing, deleted and repeated ids", cached: true, direct: true, alone: true,
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { __typename ... on Run { ` + runFields + ` } ... on MissingRun { __typename id deleted deletedAtRevision } } }`,
 			vars:  map[string]any{"ids": ids}},
-		{name: "aliases, fragments and directives", direct: true,
+		{name: "aliases, fragments and directives", cached: true, direct: true,
 			query: `query($id: ID!, $yes: Boolean!, $no: Boolean!) { a: run(id: $id) { ...R } b: node(id: "round-2") { id ...R }
 				kind: __typename c: runs(ids: ["runner"]) { ... on Run { x: id, id, status @include(if: $yes), flowName @skip(if: $yes), createdAt @include(if: $no) } } }
 				fragment R on Run { theId: id status ... on Run { lineageId roundOrdinal } rounds(first: 2) { edges { o: ordinal } } }`,
 			vars: map[string]any{"id": "round-1", "yes": true, "no": false}},
-		{name: "children and rounds pages", direct: true,
+		{name: "children and rounds pages", cached: true, direct: true,
 			query: `query($after: String) { run(id: "parent") { ... on Run { children(first: 4, after: $after) ` + page + ` rounds ` + page + ` } }
 				r: run(id: "round-3") { ... on Run { rounds(first: 2) ` + page + ` children ` + page + ` } } }`,
 			vars: map[string]any{"after": after}},
-		{name: "the default page and an empty cursor", direct: true,
+		{name: "the default page and an empty cursor", cached: true, direct: true,
 			query: `{ run(id: "parent") { ... on Run { children(after: "") { edges { cursor node { ... on Run { id } } } } } } }`},
-		{name: "a batch of a hundred pages' parents", direct: true,
+		{name: "a batch of a hundred pages' parents", cached: true, direct: true,
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id children(first: 2) { edges { node { ... on Run { id flowName } } } } } } }`,
 			vars:  map[string]any{"ids": fanIDs()}},
 		// What the direct answer leaves to the executor.
-		{name: "a field it does not know",
+		{name: "a field it does not know", cached: true,
 			query: `{ run(id: "cancelled") { ... on Run { id cancellation { requestedAt } claim { claimedAt } } } }`},
-		{name: "the parent field",
+		{name: "the parent field", cached: true,
 			query: `{ run(id: "child-001") { ... on Run { id parent { ... on Run { id } } } } }`},
-		{name: "the position", query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
-		{name: "an empty batch", query: `{ runs(ids: []) { ... on Run { id } } }`},
+		{name: "the position", cached: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
+		{name: "an empty batch", cached: true, query: `{ runs(ids: []) { ... on Run { id } } }`},
 		{name: "a malformed id in a batch",
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id } } }`, vars: map[string]any{"ids": []any{"waiter", ""}}},
 		{name: "a malformed id", query: `{ run(id: "") { ... on Run { id } } }`},
 		{name: "a bad cursor", query: `{ run(id: "parent") { ... on Run { children(after: "nope") { edges { cursor } } } } }`},
 		{name: "a page too large", query: `{ run(id: "parent") { ... on Run { children(first: 0) { edges { cursor } } } } }`},
-		{name: "deferred fields", query: `{ run(id: "waiter") { ... on Run { id ... @defer { status } } } }`},
-		{name: "introspection", query: `{ __schema { queryType { name } } }`},
+		{name: "deferred fields", cached: true, query: `{ run(id: "waiter") { ... on Run { id ... @defer { status } } } }`},
+		{name: "introspection", cached: true, query: `{ __schema { queryType { name } } }`},
 		{name: "a named operation of two", query: `query A { run(id: "waiter") { ... on Run { id } } } query B { run(id: "runner") { ... on Run { id } } }`,
 			vars: nil},
 	}
@@ -180,17 +198,8 @@ func fanIDs() []any {
 // postRaw posts a query and returns the status and the body unchanged.
 func postRaw(t *testing.T, url, query string, vars map[string]any) (int, []byte) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	res, err := http.Post(url, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, raw
+	status, _, body := send(t, url, query, map[string]any{"variables": vars}, nil)
+	return status, body
 }
 
 // TestDirectAnswersOverStreams sends a query the direct answer knows over

@@ -225,7 +225,8 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		recordOf(ctx).answered()
 		return resp
 	})
-	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, pool: pool, guard: guard, limiter: newLogLimiter(10)})
+	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, opts: opts, pool: pool, guard: guard, limiter: newLogLimiter(10),
+		shape: shapeLimit{es: es, opts: opts}, cached: newCachedExecutor(es, opts), recover: recoverer(opts.Logger)})
 }
 
 // capErrors keeps the first max errors of resp and says how many more
@@ -251,30 +252,11 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 	if isSubscription(ctx) {
 		return subscription(ctx, next, reader, opts)
 	}
-	start := time.Now()
-	deadline := start.Add(opts.Timeout)
-	ctx, rd := reader.Begin(ctx)
-	min, minErr := minRevision(ctx)
-	if minErr != nil {
-		rd.End()
-		return refuseOperation(ctx, minErr)
+	q, err := beginQuery(ctx, reader, opts)
+	if err != nil {
+		return refuseOperation(ctx, err)
 	}
-	rd.AtLeast(min)
-	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
-	if oc := graphql.GetOperationContext(ctx); oc != nil {
-		rec := recordOf(ctx)
-		rec.mu.Lock()
-		rec.name = clip(oc.OperationName)
-		rec.mu.Unlock()
-	}
-	var once sync.Once
-	end := func(ctx context.Context, resp *graphql.Response, direct bool) {
-		once.Do(func() {
-			rd.End()
-			finish(ctx, rd, resp, direct, start, opts)
-		})
-	}
-	rh := next(ctx)
+	rh := next(q.ctx)
 	// A transport that streams calls the response handler until it
 	// returns nil: the direct answer is tried on the first call only, and
 	// a query it answered answers nothing more.
@@ -283,12 +265,12 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		if answeredDirectly {
 			return nil
 		}
-		dctx, cancel := context.WithDeadline(ctx, deadline)
+		dctx, cancel := context.WithDeadline(ctx, q.deadline)
 		defer cancel()
 		var resp *graphql.Response
 		if !opts.NoDirect && !tried {
 			tried = true
-			if resp = answerDirect(dctx, rd); resp != nil {
+			if resp = answerDirect(dctx, q.rd); resp != nil {
 				answeredDirectly = true
 				// What the executor's response middleware does for an
 				// answer without errors.
@@ -299,42 +281,91 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		if !direct {
 			resp = rh(dctx)
 		}
-		if resp == nil && dctx.Err() != nil {
-			resp = &graphql.Response{Errors: gqlerror.List{timeoutError(dctx, opts)}}
-		}
-		if resp != nil && len(resp.Data) > opts.MaxResponseBytes {
-			msg := fmt.Sprintf("the response is larger than %d bytes", opts.MaxResponseBytes)
-			recordOf(ctx).refuse("size", fault.ComplexityLimit, msg)
-			resp = &graphql.Response{Errors: gqlerror.List{{Message: msg, Extensions: map[string]any{"code": string(fault.ComplexityLimit)}}}}
-		}
-		if resp != nil {
-			if cost, ok := costOf(ctx); ok {
-				if resp.Extensions == nil {
-					resp.Extensions = map[string]any{}
-				}
-				resp.Extensions["cost"] = cost
-			}
-			if pos, ok := rd.Position(); ok {
-				if resp.Extensions == nil {
-					resp.Extensions = map[string]any{}
-				}
-				resp.Extensions["position"] = pos
-				if len(resp.Errors) == 0 {
-					recordOf(ctx).setETag(pos)
-				}
-			}
-		}
-		end(ctx, resp, direct)
-		if direct && len(resp.Errors) == 0 {
-			resp = answerBody(ctx, resp)
-		}
-		return resp
+		return q.respond(ctx, dctx, resp, direct)
 	}
 }
 
-// finish logs and counts one operation; direct says the direct answer
+// query is one query operation under way: its read, with the operation's
+// loaders and least revision, and its deadline.
+type query struct {
+	// ctx carries the read and the loaders.
+	ctx             context.Context
+	rd              *snapshot.Read
+	start, deadline time.Time
+	opts            Options
+	ended           sync.Once
+	// cached says the endpoint answers it itself (answerCached).
+	cached bool
+}
+
+// beginQuery begins the read of the query operation in ctx, at or after
+// its least revision (see minRevision), which is all it can fail on; it
+// reads nothing yet.
+func beginQuery(ctx context.Context, reader *snapshot.Reader, opts Options) (*query, error) {
+	start := time.Now()
+	ctx, rd := reader.Begin(ctx)
+	min, err := minRevision(ctx)
+	if err != nil {
+		rd.End()
+		return nil, err
+	}
+	rd.AtLeast(min)
+	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
+	if oc := graphql.GetOperationContext(ctx); oc != nil {
+		rec := recordOf(ctx)
+		rec.mu.Lock()
+		rec.name = clip(oc.OperationName)
+		rec.mu.Unlock()
+	}
+	return &query{ctx: ctx, rd: rd, start: start, deadline: start.Add(opts.Timeout), opts: opts}, nil
+}
+
+// respond completes resp, the operation's answer (direct says the direct
+// answer wrote it), made with dctx: a TIMEOUT error when dctx ran out
+// before anything was answered, the size limit, and the cost and position
+// in its extensions. It ends the read, logs the operation and hands a
+// direct answer's body to the request's record (see answerBody).
+func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direct bool) *graphql.Response {
+	opts := q.opts
+	if resp == nil && dctx.Err() != nil {
+		resp = &graphql.Response{Errors: gqlerror.List{timeoutError(dctx, opts)}}
+	}
+	if resp != nil && len(resp.Data) > opts.MaxResponseBytes {
+		msg := fmt.Sprintf("the response is larger than %d bytes", opts.MaxResponseBytes)
+		recordOf(ctx).refuse("size", fault.ComplexityLimit, msg)
+		resp = &graphql.Response{Errors: gqlerror.List{{Message: msg, Extensions: map[string]any{"code": string(fault.ComplexityLimit)}}}}
+	}
+	if resp != nil {
+		if cost, ok := costOf(ctx); ok {
+			if resp.Extensions == nil {
+				resp.Extensions = map[string]any{}
+			}
+			resp.Extensions["cost"] = cost
+		}
+		if pos, ok := q.rd.Position(); ok {
+			if resp.Extensions == nil {
+				resp.Extensions = map[string]any{}
+			}
+			resp.Extensions["position"] = pos
+			if len(resp.Errors) == 0 {
+				recordOf(ctx).setETag(pos)
+			}
+		}
+	}
+	q.ended.Do(func() {
+		q.rd.End()
+		q.finish(ctx, resp, direct)
+	})
+	if direct && len(resp.Errors) == 0 {
+		resp = answerBody(ctx, resp)
+	}
+	return resp
+}
+
+// finish logs and counts the operation; direct says the direct answer
 // wrote it (direct.go).
-func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, direct bool, start time.Time, opts Options) {
+func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool) {
+	rd, start, opts := q.rd, q.start, q.opts
 	if opts.OnOperation != nil {
 		opts.OnOperation(rd)
 	}
@@ -374,6 +405,9 @@ func finish(ctx context.Context, rd *snapshot.Read, resp *graphql.Response, dire
 	}
 	if rd.RanAlone() {
 		attrs = append(attrs, slog.Bool("alone", true))
+	}
+	if q.cached {
+		attrs = append(attrs, slog.Bool("cached", true))
 	}
 	if !recordOf(ctx).refused() {
 		// A refused request is logged once, by the endpoint, with a rate

@@ -106,7 +106,7 @@ func parentStepKeys[S snapshot.Step](steps []S) (keys []snapshot.StepKey, at []i
 // parentSteps is the batch resolver of every kind of step's parentStep.
 func parentSteps[S snapshot.Step](ctx context.Context, objs []S) ([]snapshot.Step, error) {
 	keys, at := parentStepKeys(objs)
-	got, err := loadersFrom(ctx).journal.step.get(ctx, keys)
+	got, err := loadersFrom(ctx).journal().step.get(ctx, keys)
 	return placeAt(got, err, at, len(objs))
 }
 

@@ -23,22 +23,22 @@ func (r *inboundEventEdgeResolver) Node(ctx context.Context, obj *snapshot.Inbou
 
 // Steps is the batch resolver for the steps field.
 func (r *runResolver) Steps(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.StepPage, error) {
-	return loadersFrom(ctx).journal.steps.get(ctx, journalPageKeys(objs, first, after))
+	return loadersFrom(ctx).journal().steps.get(ctx, journalPageKeys(objs, first, after))
 }
 
 // CurrentStep is the batch resolver for the currentStep field.
 func (r *runResolver) CurrentStep(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Step, error) {
-	return loadersFrom(ctx).journal.current.get(ctx, objs)
+	return loadersFrom(ctx).journal().current.get(ctx, objs)
 }
 
 // InboundEvents is the batch resolver for the inboundEvents field.
 func (r *runResolver) InboundEvents(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.InboundEventPage, error) {
-	return loadersFrom(ctx).journal.inbound.get(ctx, journalPageKeys(objs, first, after))
+	return loadersFrom(ctx).journal().inbound.get(ctx, journalPageKeys(objs, first, after))
 }
 
 // Events is the batch resolver for the events field.
 func (r *runResolver) Events(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.RunEventPage, error) {
-	return loadersFrom(ctx).journal.runEvents.get(ctx, journalPageKeys(objs, first, after))
+	return loadersFrom(ctx).journal().runEvents.get(ctx, journalPageKeys(objs, first, after))
 }
 
 // Nodes is the resolver for the nodes field.
@@ -58,7 +58,7 @@ func (r *runStepResolver) ParentStep(ctx context.Context, objs []*snapshot.RunSt
 
 // Attempts is the resolver for the attempts field.
 func (r *runStepResolver) Attempts(ctx context.Context, obj *snapshot.RunStep, last *int) ([]*snapshot.Attempt, error) {
-	list, err := loadersFrom(ctx).journal.attempts.one(ctx, newAttemptsKey(obj.Key(), last))
+	list, err := loadersFrom(ctx).journal().attempts.one(ctx, newAttemptsKey(obj.Key(), last))
 	if err != nil {
 		return nil, err
 	}

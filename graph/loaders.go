@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -42,10 +43,20 @@ type loaders struct {
 	runs *loader[string, snapshot.Snapshot]
 	// pages are the pages of children and of rounds, which one
 	// statement reads together.
-	pages   *loader[pageKey, *snapshot.Page]
-	journal *journalLoaders
+	pages *loader[pageKey, *snapshot.Page]
+	// journals are the journal's loaders, made by the first that reads
+	// one: most operations read none.
+	journals    atomic.Pointer[journalLoaders]
+	journalOnce sync.Once
+	reader      *snapshot.Reader
 	// ahead reads ahead the whole operation once, for its first root field.
 	ahead sync.Once
+}
+
+// journal returns the journal's loaders.
+func (l *loaders) journal() *journalLoaders {
+	l.journalOnce.Do(func() { l.journals.Store(newJournalLoaders(l.reader)) })
+	return l.journals.Load()
 }
 
 // loader reads values of one kind by key, each key at most once per
@@ -263,7 +274,7 @@ const (
 )
 
 func newLoaders(reader *snapshot.Reader) *loaders {
-	l := &loaders{journal: newJournalLoaders(reader)}
+	l := &loaders{reader: reader}
 	l.runs = newLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
 		res, err := reader.Load(ctx, ids)
 		return spread(len(ids), err, func(i int) (snapshot.Snapshot, error) { return res[i].Value, res[i].Err })
@@ -288,9 +299,13 @@ func newLoaders(reader *snapshot.Reader) *loaders {
 
 // flush fetches what each loader was asked for, for readAhead.
 func (l *loaders) flush(ctx context.Context) {
-	j := l.journal
 	l.runs.flush(ctx)
 	l.pages.flush(ctx)
+	j := l.journals.Load()
+	if j == nil {
+		// Nothing can be wanted of a journal loader not made yet.
+		return
+	}
 	j.steps.flush(ctx)
 	j.inbound.flush(ctx)
 	j.runEvents.flush(ctx)

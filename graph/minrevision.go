@@ -24,11 +24,17 @@ type minHeaderKey struct{}
 // its context, for every transport.
 func withMinRevisionHeader(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v, ok := r.Header[http.CanonicalHeaderKey(MinRevisionHeader)]; ok {
-			r = r.WithContext(context.WithValue(r.Context(), minHeaderKey{}, strings.Join(v, ",")))
-		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, withMinHeader(r))
 	})
+}
+
+// withMinHeader returns r with its Flowsnap-Min-Revision header, if it has
+// one, on its context.
+func withMinHeader(r *http.Request) *http.Request {
+	if v, ok := r.Header[http.CanonicalHeaderKey(MinRevisionHeader)]; ok {
+		return r.WithContext(context.WithValue(r.Context(), minHeaderKey{}, strings.Join(v, ",")))
+	}
+	return r
 }
 
 // minRevision returns the least revision the operation must read at: the

@@ -80,31 +80,33 @@ var batchFields = map[string]batchField{
 		func(objs []*snapshot.Run, a *args) []pageKey {
 			return roundsKeys(objs, a.int("first"), a.string("after"))
 		}),
-	"Run.steps": field(func(l *loaders) *loader[pageKey, *snapshot.StepPage] { return l.journal.steps },
+	"Run.steps": field(func(l *loaders) *loader[pageKey, *snapshot.StepPage] { return l.journal().steps },
 		func(objs []*snapshot.Run, a *args) []pageKey {
 			return journalPageKeys(objs, a.int("first"), a.string("after"))
 		}),
-	"Run.inboundEvents": field(func(l *loaders) *loader[pageKey, *snapshot.InboundEventPage] { return l.journal.inbound },
+	"Run.inboundEvents": field(func(l *loaders) *loader[pageKey, *snapshot.InboundEventPage] { return l.journal().inbound },
 		func(objs []*snapshot.Run, a *args) []pageKey {
 			return journalPageKeys(objs, a.int("first"), a.string("after"))
 		}),
-	"Run.events": field(func(l *loaders) *loader[pageKey, *snapshot.RunEventPage] { return l.journal.runEvents },
+	"Run.events": field(func(l *loaders) *loader[pageKey, *snapshot.RunEventPage] { return l.journal().runEvents },
 		func(objs []*snapshot.Run, a *args) []pageKey {
 			return journalPageKeys(objs, a.int("first"), a.string("after"))
 		}),
-	"Run.currentStep": field(func(l *loaders) *loader[*snapshot.Run, snapshot.Step] { return l.journal.current },
+	"Run.currentStep": field(func(l *loaders) *loader[*snapshot.Run, snapshot.Step] { return l.journal().current },
 		func(objs []*snapshot.Run, _ *args) []*snapshot.Run { return objs }),
 	"RunStep.parentStep":   stepParentField[*snapshot.RunStep](),
 	"SleepStep.parentStep": stepParentField[*snapshot.SleepStep](),
 	"WaitStep.parentStep":  stepParentField[*snapshot.WaitStep](),
 	"Change.run": field(func(l *loaders) *loader[string, snapshot.Snapshot] { return l.runs },
 		func(objs []*snapshot.Change, _ *args) []string { return changeRunKeys(objs) }),
-	"RunStep.attempts": field(func(l *loaders) *loader[attemptsKey, []snapshot.Result[*snapshot.Attempt]] { return l.journal.attempts },
+	"RunStep.attempts": field(func(l *loaders) *loader[attemptsKey, []snapshot.Result[*snapshot.Attempt]] {
+		return l.journal().attempts
+	},
 		func(objs []*snapshot.RunStep, a *args) []attemptsKey { return attemptsKeys(objs, a.int("last")) }),
 }
 
 func stepParentField[S snapshot.Step]() batchField {
-	return field(func(l *loaders) *loader[snapshot.StepKey, snapshot.Step] { return l.journal.step },
+	return field(func(l *loaders) *loader[snapshot.StepKey, snapshot.Step] { return l.journal().step },
 		func(objs []S, _ *args) []snapshot.StepKey { keys, _ := parentStepKeys(objs); return keys })
 }
 
@@ -243,7 +245,7 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 		for _, lv := range todo {
 			for _, g := range byType(lv.objs) {
 				name, objs := g.name, g.objs
-				for _, f := range graphql.CollectFields(oc, lv.sel, implementors()[name]) {
+				for _, f := range collectFields(oc, lv.sel, implementors()[name]) {
 					key := name + "." + f.Name
 					if bf, ok := batchFields[key]; ok {
 						values := bf.want(l, objs, evalArgs(f, oc.Variables))

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -230,6 +232,11 @@ type endpoint struct {
 	pool    *parsePool
 	guard   documentGuard
 	limiter *logLimiter
+	// shape, cached and recover serve queries whose document is cached
+	// (answerCached).
+	shape   shapeLimit
+	cached  *executor.Executor
+	recover graphql.RecoverFunc
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -253,7 +260,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Upgrade") != "" {
 		rec.report = func(f refusal) { e.log(ctx, f, r, http.StatusSwitchingProtocols, time.Since(start)) }
 	}
-	switch status, msg := e.check(sw, r); {
+	switch status, msg, params := e.check(sw, r); {
 	case status == answered:
 	case status != 0:
 		reason, code := "transport", fault.BadUserInput
@@ -277,7 +284,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.serve(sw, r)
 		}
 	default:
-		e.serve(sw, r)
+		if !e.answerCached(sw, r, params) {
+			e.serve(sw, r)
+		}
 	}
 	e.done(ctx, rec, r, sw.status, time.Since(start))
 }
@@ -356,53 +365,53 @@ func (e *endpoint) log(ctx context.Context, f refusal, r *http.Request, status i
 // bodies over the limit, bodies that are not one JSON request object, and
 // batches (JSON arrays) of operations. A POST body is read here,
 // whole, under the limit, and handed on.
-func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
+func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (status int, msg string, params cachedParams) {
 	// The CORS middleware answers the preflights of the origins it allows,
 	// so any that reaches here is from a page on an origin not allowed.
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 	if preflight || r.Header.Get("Upgrade") != "" && !sameOrigin(r) {
-		return http.StatusForbidden, "a page on another origin may call flowsnap only when that origin is allowed (--cors-origin)"
+		return http.StatusForbidden, "a page on another origin may call flowsnap only when that origin is allowed (--cors-origin)", params
 	}
 	if streaming(r) && r.Method == http.MethodGet {
-		return 0, ""
+		return 0, "", params
 	}
 	switch r.Method {
 	case http.MethodGet:
 		if len(r.URL.RawQuery) > int(e.opts.MaxBodyBytes) {
-			return http.StatusRequestURITooLong, fmt.Sprintf("the query string is longer than %d bytes", e.opts.MaxBodyBytes)
+			return http.StatusRequestURITooLong, fmt.Sprintf("the query string is longer than %d bytes", e.opts.MaxBodyBytes), params
 		}
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			return http.StatusBadRequest, "the query string is not valid URL encoding"
+			return http.StatusBadRequest, "the query string is not valid URL encoding", params
 		}
 		if q.Get("query") == "" && q.Get("extensions") == "" {
-			return http.StatusBadRequest, noQuery
+			return http.StatusBadRequest, noQuery, params
 		}
-		return 0, ""
+		return 0, "", params
 	case http.MethodPost:
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		return http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed: use POST, or GET for queries", clip(r.Method))
+		return http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed: use POST, or GET for queries", clip(r.Method)), params
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return http.StatusUnsupportedMediaType, "a POST body must be application/json"
+		return http.StatusUnsupportedMediaType, "a POST body must be application/json", params
 	}
 	tooLarge := func() string { return fmt.Sprintf("the request body is larger than %d bytes", e.opts.MaxBodyBytes) }
 	if r.ContentLength > e.opts.MaxBodyBytes {
 		// Refused unread; the connection is closed rather than read to
 		// its end.
 		w.Header().Set("Connection", "close")
-		return http.StatusRequestEntityTooLarge, tooLarge()
+		return http.StatusRequestEntityTooLarge, tooLarge(), params
 	}
 	if r.ContentLength < 0 || r.ContentLength > heavyBody {
 		switch e.pool.take(r.Context()) {
 		case slotBusy:
 			busyError(r.Context())
 			w.Header().Set("Connection", "close")
-			return http.StatusServiceUnavailable, "the server is busy reading other large requests: retry shortly"
+			return http.StatusServiceUnavailable, "the server is busy reading other large requests: retry shortly", params
 		case slotEnded:
-			return http.StatusServiceUnavailable, "the request waited too long to be read"
+			return http.StatusServiceUnavailable, "the request waited too long to be read", params
 		}
 	}
 	var buf bytes.Buffer
@@ -414,28 +423,28 @@ func (e *endpoint) check(w http.ResponseWriter, r *http.Request) (int, string) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, tooLarge()
+		return http.StatusRequestEntityTooLarge, tooLarge(), params
 	case err != nil:
-		return http.StatusBadRequest, "the request body could not be read"
+		return http.StatusBadRequest, "the request body could not be read", params
 	}
-	query, msg := requestShape(body, e.opts.MaxVariablesBytes, e.opts.MaxVariableValues)
+	params, msg = requestShape(body, e.opts.MaxVariablesBytes, e.opts.MaxVariableValues)
 	if msg != "" {
 		if strings.HasPrefix(msg, "the variables") {
-			return http.StatusRequestEntityTooLarge, msg
+			return http.StatusRequestEntityTooLarge, msg, params
 		}
-		return http.StatusBadRequest, msg
+		return http.StatusBadRequest, msg, params
 	}
 	if len(body) > heavyBody {
 		// Decoding a large body again, as gqlgen's transport does, costs
 		// more than lexing its document: a document the prescan refuses is
 		// answered here.
-		if gqlErr := e.prescanBody(r.Context(), query); gqlErr != nil {
+		if gqlErr := e.prescanBody(r.Context(), params.query); gqlErr != nil {
 			writeRequestError(w, r, presenter()(r.Context(), gqlErr))
-			return answered, ""
+			return answered, "", params
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return 0, ""
+	return 0, "", params
 }
 
 // answered is the status check returns for a request it has answered.
@@ -493,16 +502,17 @@ func sameOrigin(r *http.Request) bool {
 
 // requestShape says what is wrong with a POST body that is not one GraphQL
 // request object, in words about its shape only; else it returns the
-// query as sent (a JSON string, or nothing).
-func requestShape(body []byte, maxVariables, maxValues int) (json.RawMessage, string) {
+// request's members as sent.
+func requestShape(body []byte, maxVariables, maxValues int) (cachedParams, string) {
+	var none cachedParams
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return nil, "batched requests (a JSON array of operations) are not supported: send one operation per request"
+		return none, "batched requests (a JSON array of operations) are not supported: send one operation per request"
 	}
 	// Counted before anything is decoded: the request object's own keys
 	// and an extensions object take a few more.
 	if jsonValues(body) > maxValues+16 {
-		return nil, fmt.Sprintf("the variables hold more than %d values", maxValues)
+		return none, fmt.Sprintf("the variables hold more than %d values", maxValues)
 	}
 	var req struct {
 		Query         json.RawMessage `json:"query"`
@@ -513,12 +523,12 @@ func requestShape(body []byte, maxVariables, maxValues int) (json.RawMessage, st
 	if err := json.Unmarshal(body, &req); err != nil {
 		var syntax *json.SyntaxError
 		if errors.As(err, &syntax) || len(trimmed) == 0 {
-			return nil, "the request body is not valid JSON"
+			return none, "the request body is not valid JSON"
 		}
-		return nil, "the request body must be a JSON object with a query string"
+		return none, "the request body must be a JSON object with a query string"
 	}
 	if len(req.Variables) > maxVariables {
-		return nil, fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
+		return none, fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
 	}
 	kinds := []struct {
 		name string
@@ -530,14 +540,14 @@ func requestShape(body []byte, maxVariables, maxValues int) (json.RawMessage, st
 			continue
 		}
 		if k.want == '"' {
-			return nil, fmt.Sprintf("%q must be a string", k.name)
+			return none, fmt.Sprintf("%q must be a string", k.name)
 		}
-		return nil, fmt.Sprintf("%q must be an object", k.name)
+		return none, fmt.Sprintf("%q must be an object", k.name)
 	}
 	if absent(req.Query) && absent(req.Extensions) {
-		return nil, noQuery
+		return none, noQuery
 	}
-	return req.Query, ""
+	return cachedParams{query: req.Query, operationName: req.OperationName, variables: req.Variables, extensions: req.Extensions}, ""
 }
 
 // noQuery refuses a request with neither a query nor the extensions that
