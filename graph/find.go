@@ -21,7 +21,7 @@ func readAheadBelow(ctx context.Context, v any) {
 			l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 		}
 	}
-	l.walkFrom(ctx, oc, level{sel: fc.Field.Selections, objs: []any{v}})
+	l.walkFrom(ctx, oc, level{sel: fc.Field.Selections, objs: []any{v}}, false)
 }
 
 // changeRunKeys are the keys of Change.run: the changed runs' ids.

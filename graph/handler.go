@@ -310,7 +310,7 @@ func beginQuery(ctx context.Context, reader *snapshot.Reader, opts Options) (*qu
 		return nil, err
 	}
 	rd.AtLeast(min)
-	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader))
+	ctx = context.WithValue(ctx, loadersKey{}, newLoaders(reader, rd))
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		rec := recordOf(ctx)
 		rec.mu.Lock()
@@ -405,6 +405,9 @@ func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool)
 	}
 	if rd.RanAlone() {
 		attrs = append(attrs, slog.Bool("alone", true))
+	}
+	if rd.EndedWithLast() {
+		attrs = append(attrs, slog.Bool("endedWithLast", true))
 	}
 	if q.cached {
 		attrs = append(attrs, slog.Bool("cached", true))

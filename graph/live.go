@@ -88,7 +88,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	return func(ctx context.Context) *graphql.Response {
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
-		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader))
+		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader, nil))
 		select {
 		case st.slots <- slot{ectx, rd}:
 		default:

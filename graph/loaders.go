@@ -49,6 +49,9 @@ type loaders struct {
 	journals    atomic.Pointer[journalLoaders]
 	journalOnce sync.Once
 	reader      *snapshot.Reader
+	// read is the operation's read, which the read-ahead ends with its
+	// last statement when it can tell which that is.
+	read *snapshot.Read
 	// ahead reads ahead the whole operation once, for its first root field.
 	ahead sync.Once
 }
@@ -170,7 +173,10 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 // flush fetches every key waiting, capacity keys per fetch, and then
 // completes their wave, even when a fetch panics, so that no caller waits
 // for ever.
-func (l *loader[K, V]) flush(ctx context.Context) {
+func (l *loader[K, V]) flush(ctx context.Context) { l.flushThen(ctx, nil) }
+
+// flushThen is flush calling last, when set, before its last fetch.
+func (l *loader[K, V]) flushThen(ctx context.Context, last func()) {
 	l.mu.Lock()
 	keys, entries, w := l.pending, l.pendingEntries, l.next
 	l.pending, l.pendingEntries, l.next = nil, nil, nil
@@ -181,9 +187,25 @@ func (l *loader[K, V]) flush(ctx context.Context) {
 	defer close(w.done)
 	for len(keys) > 0 {
 		n := min(len(keys), l.capacity)
+		if n == len(keys) && last != nil {
+			last()
+		}
 		l.fill(ctx, keys[:n], entries[:n])
 		keys, entries = keys[n:], entries[n:]
 	}
+}
+
+// waiting reports whether keys wait for the next flush.
+func (l *loader[K, V]) waiting() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending) > 0
+}
+
+// flusher is a loader of any kind, as loaders.flush flushes them.
+type flusher interface {
+	waiting() bool
+	flushThen(ctx context.Context, last func())
 }
 
 // fill fetches keys into their entries; a fetch that panics fails them.
@@ -273,8 +295,8 @@ const (
 	pagesBatch = 500
 )
 
-func newLoaders(reader *snapshot.Reader) *loaders {
-	l := &loaders{reader: reader}
+func newLoaders(reader *snapshot.Reader, rd *snapshot.Read) *loaders {
+	l := &loaders{reader: reader, read: rd}
 	l.runs = newLoader(func(ctx context.Context, ids []string) ([]snapshot.Snapshot, []error) {
 		res, err := reader.Load(ctx, ids)
 		return spread(len(ids), err, func(i int) (snapshot.Snapshot, error) { return res[i].Value, res[i].Err })
@@ -297,21 +319,29 @@ func newLoaders(reader *snapshot.Reader) *loaders {
 	return l
 }
 
-// flush fetches what each loader was asked for, for readAhead.
-func (l *loaders) flush(ctx context.Context) {
-	l.runs.flush(ctx)
-	l.pages.flush(ctx)
-	j := l.journals.Load()
-	if j == nil {
-		// Nothing can be wanted of a journal loader not made yet.
-		return
+// flush fetches what each loader was asked for, for readAhead; last, when
+// set, is called before the last fetch of all.
+func (l *loaders) flush(ctx context.Context, last func()) {
+	all := []flusher{l.runs, l.pages}
+	// Nothing can be wanted of a journal loader not made yet.
+	if j := l.journals.Load(); j != nil {
+		all = append(all, j.steps, j.inbound, j.runEvents, j.current, j.step, j.attempts)
 	}
-	j.steps.flush(ctx)
-	j.inbound.flush(ctx)
-	j.runEvents.flush(ctx)
-	j.current.flush(ctx)
-	j.step.flush(ctx)
-	j.attempts.flush(ctx)
+	final := -1
+	if last != nil {
+		for i, f := range all {
+			if f.waiting() {
+				final = i
+			}
+		}
+	}
+	for i, f := range all {
+		if i == final {
+			f.flushThen(ctx, last)
+		} else {
+			f.flushThen(ctx, nil)
+		}
+	}
 }
 
 type loadersKey struct{}

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -231,41 +232,82 @@ type level struct {
 }
 
 func (l *loaders) walk(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet) {
-	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}})
+	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}}, true)
 }
 
-// walkFrom reads ahead level by level from start.
-func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, start level) {
+// walkFrom reads ahead level by level from start. A walk of a whole query
+// (whole) whose every read it makes itself ends the query's read with the
+// statement of the last level that reads (snapshot.Read.EndWithNext), when
+// the levels below that one cannot read: on PostgreSQL the transaction's
+// end then goes with that statement, a round trip less.
+func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, start level, whole bool) {
 	todo := []level{start}
+	// complete says every read of the operation so far is one the walk
+	// makes: no root field that reads outside the loaders, no argument the
+	// walk could not evaluate.
+	complete := whole && l.read != nil && oc.Operation != nil && oc.Operation.Operation == ast.Query
 	for len(todo) > 0 && ctx.Err() == nil {
 		// First every field of the level says what it wants, then each
 		// loader reads all of that at once, then the level below is made
 		// of what was read.
 		var wanted []func(ctx context.Context) level
+		below := false
 		for _, lv := range todo {
 			for _, g := range byType(lv.objs) {
 				name, objs := g.name, g.objs
 				for _, f := range collectFields(oc, lv.sel, implementors()[name]) {
 					key := name + "." + f.Name
 					if bf, ok := batchFields[key]; ok {
-						values := bf.want(l, objs, evalArgs(f, oc.Variables))
+						a := evalArgs(f, oc.Variables)
+						values := bf.want(l, objs, a)
+						complete = complete && !a.bad
+						below = below || mayRead(oc, f)
 						wanted = append(wanted, func(ctx context.Context) level { return level{sel: f.Selections, objs: values(ctx)} })
 					} else if through, ok := throughFields[key]; ok {
-						var below []any
+						var next []any
 						for _, o := range objs {
-							below = append(below, through(o)...)
+							next = append(next, through(o)...)
 						}
-						wanted = append(wanted, func(context.Context) level { return level{sel: f.Selections, objs: below} })
+						wanted = append(wanted, func(context.Context) level { return level{sel: f.Selections, objs: next} })
+						below = below || mayRead(oc, f)
+					} else if name == "Query" && !strings.HasPrefix(f.Name, "__") || mayRead(oc, f) {
+						// A root field that reads by itself, or a field the
+						// walk does not follow with reads below it.
+						complete = false
 					}
 				}
 			}
 		}
-		l.flush(ctx)
+		var last func()
+		if complete && !below {
+			last = l.read.EndWithNext
+		}
+		l.flush(ctx, last)
 		todo = todo[:0:0]
 		for _, w := range wanted {
 			todo = append(todo, w(ctx))
 		}
 	}
+}
+
+// mayRead reports whether anything f selects may read: a batched field
+// at any depth below it, on any type its values may have.
+func mayRead(oc *graphql.OperationContext, f graphql.CollectedField) bool {
+	if len(f.Selections) == 0 || f.Definition == nil {
+		return false
+	}
+	def := parsedSchema.Types[f.Definition.Type.Name()]
+	if def == nil {
+		return false
+	}
+	for _, t := range parsedSchema.GetPossibleTypes(def) {
+		for _, g := range collectFields(oc, f.Selections, implementors()[t.Name]) {
+			if _, ok := batchFields[t.Name+"."+g.Name]; ok || mayRead(oc, g) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // typeGroup is the objects of a level of one GraphQL type.

@@ -135,3 +135,92 @@ func TestAMinimumBeyondTheStoreRefusesTheFirstStatement(t *testing.T) {
 		noOpenReads(t, f.ro)
 	})
 }
+
+// TestReadsEndedWithTheirLastStatement reads a run and then, told it is the
+// last, its children (Read.EndWithNext): the page answers as in any read,
+// at the same position and statement count; on PostgreSQL the transaction
+// has ended with it, its connection back in the pool before End; a read
+// after it is refused in both dialects rather than read at another
+// snapshot; and nothing is left open.
+func TestReadsEndedWithTheirLastStatement(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		f.create(t, engine.NewRun{ID: "a", FlowName: "f"},
+			engine.NewRun{ID: "b", FlowName: "f", Parents: []engine.ParentEdge{{ParentID: "a"}}},
+			engine.NewRun{ID: "c", FlowName: "f", Parents: []engine.ParentEdge{{ParentID: "a", Seq: 1}}})
+		ctx := context.Background()
+		want, err := f.r.Children(ctx, snapshot.PageRequest{Anchor: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPos, err := f.r.Position(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		rctx, rd := f.r.Begin(ctx)
+		if _, err := f.r.Run(rctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		rd.EndWithNext()
+		if rd.EndedWithLast() {
+			t.Fatal("ended before its last read")
+		}
+		got, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rd.EndedWithLast() {
+			t.Fatal("the last read did not end the read")
+		}
+		if len(got.Edges) != len(want.Edges) || len(got.Edges) != 2 || got.Edges[1].RunID != "c" || *got.PageInfo.EndCursor != *want.PageInfo.EndCursor {
+			t.Errorf("the last page: %+v, want %+v", got, want)
+		}
+		if pos, ok := rd.Position(); !ok || pos != wantPos {
+			t.Errorf("position %+v %v, want %+v", pos, ok, wantPos)
+		}
+		if n := rd.Statements(); n != 3 {
+			t.Errorf("%d statements, want 3 (the position, the run, the page)", n)
+		}
+		if d == store.Postgres {
+			if n := f.ro.Pool().Stat().AcquiredConns(); n != 0 {
+				t.Errorf("%d connections still acquired after the last statement: its ROLLBACK did not go with it", n)
+			}
+		}
+		if _, err := f.r.Run(rctx, "b"); fault.CodeOf(err) != fault.Internal {
+			t.Errorf("a read after the last: %v, want INTERNAL", err)
+		}
+		if p, err := f.r.Position(rctx); err != nil || p != wantPos {
+			t.Errorf("the position after the last read: %+v, %v", p, err)
+		}
+		rd.End()
+		noOpenReads(t, f.ro)
+
+		// A last read that fails still ends the read, and leaves nothing
+		// open.
+		rctx, rd = f.r.Begin(ctx)
+		if _, err := f.r.Run(rctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		rd.EndWithNext()
+		if _, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a", After: new("not a cursor")}); fault.CodeOf(err) != fault.BadCursor {
+			t.Errorf("a bad cursor as the last read: %v, want BAD_CURSOR", err)
+		}
+		rd.End()
+		noOpenReads(t, f.ro)
+
+		// The first read as the last opens the read as any first does.
+		rctx, rd = f.r.Begin(ctx)
+		rd.EndWithNext()
+		if _, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.r.Run(rctx, "a"); fault.CodeOf(err) != fault.Internal {
+			t.Errorf("a read after a first and last one: %v, want INTERNAL", err)
+		}
+		rd.End()
+		noOpenReads(t, f.ro)
+	})
+}

@@ -74,6 +74,9 @@ type Read struct {
 	// alone asks that the first statement run on its own (see Alone);
 	// ranAlone says it did, and that no other may follow.
 	alone, ranAlone bool
+	// endNext asks that the next read be the last (see EndWithNext);
+	// endedWith says one was, and that no statement may follow.
+	endNext, endedWith bool
 }
 
 // Alone says that the operation needs one statement: the first then runs
@@ -91,6 +94,29 @@ func (rd *Read) Alone() {
 	if rd.tx == nil && !rd.ranAlone && rd.r.replicas == nil {
 		rd.alone = true
 	}
+}
+
+// EndWithNext says that the operation's next read (one call of a Reader
+// method with the read's context) is its last. On PostgreSQL, when the
+// transaction is open already, the ROLLBACK that ends it is then sent
+// behind that read's statement (store.LastQuerier), which spares End a
+// round trip; a second statement in that read is refused. In both dialects
+// a read after it is refused (Internal) rather than read at another
+// snapshot, so the caller must be sure; Position still answers.
+func (rd *Read) EndWithNext() {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if !rd.ranAlone && !rd.endedWith {
+		rd.endNext = true
+	}
+}
+
+// EndedWithLast reports whether the read's last statement ended it (see
+// EndWithNext).
+func (rd *Read) EndedWithLast() bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.endedWith
 }
 
 // Begin returns a context whose reads all happen in one transaction, and
@@ -168,7 +194,11 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return fault.Wrap(fault.Timeout, err, "the operation was cancelled or ran out of time")
 	}
-	q := &querier{rd: rd, ctx: ctx}
+	q := &querier{rd: rd, ctx: ctx, last: rd.endNext}
+	if q.last {
+		rd.endNext = false
+		defer func() { rd.endedWith = true }()
+	}
 	if err := fn(q); err != nil {
 		return err
 	}
@@ -396,13 +426,17 @@ func persistenceUnlessCoded(err error, doing string) error {
 	return persistence(err, doing)
 }
 
-// errSecondStatement refuses a statement after one run alone (see Alone).
+// errSecondStatement refuses a statement after one run alone (see Alone),
+// or after the one that ended the read (see EndWithNext).
 var errSecondStatement = fault.Errorf(fault.Internal, "a read of one statement needed another")
 
 // querier runs statements in a Read's transaction, counting them.
 type querier struct {
 	rd  *Read
 	ctx context.Context
+	// last says the read is the operation's last (see EndWithNext), and
+	// piped that its statement went with the transaction's end.
+	last, piped bool
 }
 
 // pos is the read's position; only once the transaction is open (after a
@@ -433,7 +467,7 @@ func (q *querier) position() (Position, error) {
 // trip with its BEGIN and the position on PostgreSQL.
 func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 	switch {
-	case q.rd.ranAlone:
+	case q.rd.ranAlone || q.rd.endedWith || q.piped:
 		if q.rd.err != nil {
 			return nil, q.rd.err
 		}
@@ -444,6 +478,12 @@ func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 		return q.rd.open(q.ctx, sql, args)
 	}
 	q.rd.statements++
+	if q.last {
+		if last, ok := q.rd.tx.(store.LastQuerier); ok {
+			q.piped = true
+			return last.QueryLast(q.ctx, sql, args...)
+		}
+	}
 	return q.rd.tx.Query(q.ctx, sql, args...)
 }
 

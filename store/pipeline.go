@@ -110,6 +110,63 @@ func (t *pgConnTx) Rollback(ctx context.Context) error {
 	return err
 }
 
+// LastQuerier is a Tx that can run its last statement with the end of the
+// transaction pipelined behind it.
+type LastQuerier interface {
+	// QueryLast runs sql as the transaction's last statement: on
+	// PostgreSQL with the ROLLBACK that ends the transaction sent behind it,
+	// one round trip where Query and Rollback take two. Closing rows ends
+	// the transaction and gives its connection back; Rollback after that
+	// does nothing, and nothing else may run in the transaction.
+	QueryLast(ctx context.Context, sql string, args ...any) (Rows, error)
+}
+
+var _ LastQuerier = (*pgConnTx)(nil)
+
+func (t *pgConnTx) QueryLast(ctx context.Context, q string, args ...any) (Rows, error) {
+	b := &pgx.Batch{}
+	b.Queue(q, args...)
+	b.Queue("ROLLBACK")
+	br := t.conn.SendBatch(ctx, b)
+	r, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		// A statement that fails skips the rest of its pipeline: the
+		// ROLLBACK did not run.
+		_ = t.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &lastRows{Rows: r, br: br, tx: t, ctx: ctx}, nil
+}
+
+// lastRows are the rows of QueryLast; closing them ends the transaction.
+type lastRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	tx  *pgConnTx // nil once closed
+	ctx context.Context
+}
+
+func (r *lastRows) Close() {
+	if r.tx == nil {
+		return
+	}
+	r.Rows.Close()
+	_, err := r.br.Exec()
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || r.Rows.Err() != nil {
+		// The ROLLBACK may not have run: end the transaction as Rollback
+		// does.
+		_ = r.tx.Rollback(context.WithoutCancel(r.ctx))
+	} else {
+		r.tx.conn.Release()
+		r.tx.conn = nil
+	}
+	r.tx = nil
+}
+
 // batchRows are the rows of a batch's last statement; closing them closes
 // the batch, which frees the connection for the next statement.
 type batchRows struct {

@@ -23,15 +23,7 @@ func TestBeginReadWith(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []string
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
+			ids := scanIDs(t, rows)
 			if rows.Err() != nil || len(ids) != 1 || ids[0] != "a" || len(src) != 32 || rev < 1 {
 				t.Fatalf("ids %v, position (%q, %d), err %v", ids, src, rev, rows.Err())
 			}
@@ -72,4 +64,96 @@ func TestBeginReadWith(t *testing.T) {
 			_ = tx.Rollback(ctx)
 		})
 	})
+}
+
+// TestQueryLastEndsTheTransaction runs a transaction's last statement with
+// its ROLLBACK behind it (store.LastQuerier), in every PostgreSQL exec
+// mode: the rows are the statement's, closing them gives the connection
+// back, Rollback after does nothing; a statement that fails leaves nothing
+// open either.
+func TestQueryLastEndsTheTransaction(t *testing.T) {
+	dsn := storetest.DSN(t, store.Postgres)
+	w := storetest.OpenDSN(t, dsn, true)
+	mustExec(t, w, `INSERT INTO flows_runs (run_id, status, created_at_ms, state_json) VALUES ('a', 'pending', 1, '{"flowName":"f"}')`)
+	for _, mode := range store.ExecModes {
+		t.Run(mode, func(t *testing.T) {
+			ctx := testContext(t)
+			app := "flowsnap-querylast-" + mode
+			db, err := store.Open(ctx, dsn+"&application_name="+app, store.Options{ReadOnly: true, PGExecMode: mode, MaxReaders: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			begin := func() store.LastQuerier {
+				t.Helper()
+				var src string
+				var rev int64
+				tx, rows, err := db.BeginReadWith(ctx, `SELECT source, revision FROM flows_run_source WHERE singleton = 1`, []any{&src, &rev}, `SELECT 1`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows.Close()
+				last, ok := tx.(store.LastQuerier)
+				if !ok {
+					t.Fatalf("%T runs no last statement", tx)
+				}
+				t.Cleanup(func() {
+					if err := tx.Rollback(ctx); err != nil {
+						t.Errorf("Rollback after the last statement: %v", err)
+					}
+				})
+				return last
+			}
+			for range 3 { // more than the pool holds
+				rows, err := begin().QueryLast(ctx, `SELECT run_id FROM flows_runs WHERE run_id = $1`, "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids := scanIDs(t, rows)
+				if rows.Err() != nil || len(ids) != 1 || ids[0] != "a" {
+					t.Fatalf("ids %v, err %v", ids, rows.Err())
+				}
+				if n := db.Pool().Stat().AcquiredConns(); n != 0 {
+					t.Fatalf("%d connections held after the last statement's rows closed", n)
+				}
+			}
+			for range 3 {
+				rows, err := begin().QueryLast(ctx, `SELECT no_such_column FROM flows_runs`)
+				if err == nil {
+					for rows.Next() {
+					}
+					err = rows.Err()
+					rows.Close()
+				}
+				if err == nil {
+					t.Fatal("a broken last statement succeeded")
+				}
+				if n := db.Pool().Stat().AcquiredConns(); n != 0 {
+					t.Fatalf("%d connections held after a failed last statement", n)
+				}
+			}
+			var idle int64
+			if err := w.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`, app).Scan(&idle); err != nil {
+				t.Fatal(err)
+			}
+			if idle != 0 {
+				t.Fatalf("%d sessions idle in a transaction", idle)
+			}
+		})
+	}
+}
+
+// scanIDs returns the one text column of every row, and closes rows.
+func scanIDs(t *testing.T, rows store.Rows) []string {
+	t.Helper()
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
 }
