@@ -155,3 +155,92 @@ func TestRunCacheStaysWithinItsBytes(t *testing.T) {
 		t.Fatalf("without a cache: %d hits, %d misses, %d bytes", hits, misses, bytes)
 	}
 }
+
+// TestRunCacheAnswersOneRunAlone reads one run alone (Read.Alone) again and
+// again while it changes, is deleted and is broken, through a reader with
+// the run cache (on in both dialects here), and checks each answer against
+// a reader without it: a run the cache holds at its revision is read by
+// its change row alone; one that changed is read as before, alone, in a
+// snapshot of its own after that change row; a run the cache does not hold
+// costs nothing more.
+func TestRunCacheAnswersOneRunAlone(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		ctx := context.Background()
+		f.create(t, engine.NewRun{ID: "one", FlowName: "cached"}, engine.NewRun{ID: "other", FlowName: "cached"})
+		f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
+		uncached := snapshot.NewReader(f.ro)
+		uncached.SetRunCache(0)
+
+		// read reads id alone through f.r, checks it against uncached and
+		// returns how many statements it ran and how many runs the cache
+		// answered.
+		read := func(t *testing.T, id string) (statements int, hits uint64) {
+			t.Helper()
+			before, _, _ := f.r.RunCacheStats()
+			rctx, rd := f.r.Begin(ctx)
+			rd.Alone()
+			got, err := f.r.Runs(rctx, []string{id, id})
+			statements = rd.Statements()
+			pos, ok := rd.Position()
+			alone := rd.RanAlone()
+			rd.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !alone || !ok {
+				t.Fatalf("ran alone: %v, position known: %v", alone, ok)
+			}
+			want, err := uncached.Runs(ctx, []string{id, id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPos, err := uncached.Position(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos != wantPos {
+				t.Errorf("position %+v, want %+v", pos, wantPos)
+			}
+			for i := range want {
+				if fault.CodeOf(got[i].Err) != fault.CodeOf(want[i].Err) || !reflect.DeepEqual(got[i].Value, want[i].Value) {
+					t.Errorf("%s: %#v (%v), want %#v (%v)", id, got[i].Value, got[i].Err, want[i].Value, want[i].Err)
+				}
+			}
+			after, _, _ := f.r.RunCacheStats()
+			return statements, after - before
+		}
+		expect := func(t *testing.T, id string, statements int, hits uint64) {
+			t.Helper()
+			if n, h := read(t, id); n != statements || h != hits {
+				t.Fatalf("%d statements and %d runs from the cache, want %d and %d", n, h, statements, hits)
+			}
+		}
+
+		t.Run("a run the cache does not hold is read by its row", func(t *testing.T) { expect(t, "one", 2, 0) })
+		t.Run("an unchanged run is read by its change row", func(t *testing.T) { expect(t, "one", 2, 1) })
+		t.Run("a changed run is read by its row after its change row", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Start(ctx, "one", worker) })
+			expect(t, "one", 3, 0)
+			expect(t, "one", 2, 1)
+		})
+		t.Run("an id never seen is read by its row", func(t *testing.T) { expect(t, "never", 2, 0) })
+		t.Run("a deleted run is a tombstone from its change row", func(t *testing.T) {
+			expect(t, "other", 2, 0)
+			f.do(t, func(tx *engine.Tx) error { return tx.Delete(ctx, "other") })
+			expect(t, "other", 2, 0)
+		})
+		t.Run("a run broken since it was cached fails", func(t *testing.T) {
+			expect(t, "one", 2, 1)
+			snapshottest.Loosen(t, f.db).Exec(t, `UPDATE flows_runs SET execution_parent_id = 'other' WHERE run_id = 'one'`)
+			expect(t, "one", 3, 0)
+			res := f.runs(t, "one")
+			if fault.CodeOf(res[0].Err) != fault.DecodeFailed {
+				t.Fatalf("the broken run: %v, %v", res[0].Value, res[0].Err)
+			}
+		})
+		noOpenReads(t, f.ro)
+	})
+}
