@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/gcpace"
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
@@ -57,7 +58,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
 			&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
 			&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
-			&cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept on SQLite, so that a batch of unchanged runs is read by their revisions alone (0 keeps none)", Sources: twin("FLOWSNAP_RUN_CACHE_MB"), Local: true,
+			&cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept on SQLite, so that unchanged runs, a batch or one alone, are read by their revisions alone (0 keeps none)", Sources: twin("FLOWSNAP_RUN_CACHE_MB"), Local: true,
 				Validator: func(v int) error {
 					if v < 0 {
 						return fmt.Errorf("--run-cache-mb %d: want 0 or more", v)
@@ -76,6 +77,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
 			&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
 			&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
+			&cli.IntFlag{Name: "gc-percent", Value: gcpace.DefaultPercent, Usage: "how far the heap grows past what is live before the garbage collector runs, in percent (GOGC's meaning; a GOGC in the environment wins over the default)", Sources: twin("FLOWSNAP_GC_PERCENT"), Local: true},
 		}
 		serveFlags = append(serveFlags, replicaFlags(twin)...)
 		serveFlags = append(serveFlags, limitFlags(twin)...)
@@ -100,6 +102,9 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 
 			liveInterval:     cmd.Duration("live-interval"),
 			maxSubscriptions: int(cmd.Int("max-subscriptions")),
+			gcPace: func() {
+				gcpace.Set(getenv, cmd.Int("gc-percent"), cmd.IsSet("gc-percent"))
+			},
 		}
 	}
 	// The demo's flags are its own: without Local every subcommand's help

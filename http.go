@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/metrics"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,9 @@ type serveOptions struct {
 	// debugAddr, when set, is where pprof and runtime metrics are served,
 	// apart from the public listener.
 	debugAddr string
+	// gcPace, when set, sets the garbage collector's percent (package
+	// gcpace).
+	gcPace func()
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -71,6 +75,11 @@ func serve(ctx context.Context, dsn string, opts serveOptions) error {
 // serveStore serves db until ctx ends, then shuts down gracefully.
 func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	log := opts.logger()
+	if opts.gcPace != nil {
+		opts.gcPace()
+	}
+	gcPercent := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(gcPercent)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := graph.NewMetrics(reg)
@@ -152,7 +161,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	addr := ln.Addr().String()
 	// Through the logger, so that with --log-format json the output is JSON only.
-	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql")
+	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql", "gcPercent", gcPercent[0].Value.Uint64())
 	if opts.debugAddr != "" {
 		stopDebug, err := serveDebug(ctx, opts.debugAddr, opts.stdout, log)
 		if err != nil {

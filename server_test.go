@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flowsnap/flowsnap/gcpace"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
@@ -272,6 +276,47 @@ func TestEachCommandsHelpShowsItsOwnFlags(t *testing.T) {
 		}
 		if cmd != "serve" && (strings.Contains(out, "GLOBAL OPTIONS") || strings.Contains(out, "--max-tokens")) {
 			t.Errorf("%s --help lists serve's limit flags as global:\n%s", cmd, out)
+		}
+	}
+}
+
+// TestServeSetsTheCollectorsPace starts servers with the default pace, with
+// GOGC in the environment and with --gc-percent, and reads the pace each
+// reports: the default, GOGC over the default, and the flag over GOGC.
+func TestServeSetsTheCollectorsPace(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
+	dsn := storetest.DSN(t, store.SQLite)
+	if out, err := runCmd(t, noEnv, "migrate", "--db", dsn); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	gogc := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		getenv func(string) string
+		args   []string
+		want   string
+	}{
+		{name: "the default", getenv: noEnv, want: fmt.Sprintf("gcPercent=%d", gcpace.DefaultPercent)},
+		{name: "GOGC over the default", getenv: gogc(strconv.Itoa(was)), want: fmt.Sprintf("gcPercent=%d", was)},
+		{name: "the flag over GOGC", getenv: gogc("150"), args: []string{"--gc-percent", "300"}, want: "gcPercent=300"},
+	} {
+		// GOGC in the environment is applied by the runtime when the
+		// process starts: here, the percent this test started with.
+		debug.SetGCPercent(was)
+		_, out, stop := startServeOutput(t, c.getenv, append([]string{"--db", dsn}, c.args...)...)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%s: no %s in\n%s", c.name, c.want, out.String())
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/gcpace"
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -75,6 +77,12 @@ const (
 // revisions of the same 100 runs and not their rows;
 // FLOWSNAP_BENCH_RUN_CACHE=0 measures every batch as a first read.
 func BenchmarkLoad(b *testing.B) {
+	// Bare SQL is read at the collector's pace the server keeps (package
+	// gcpace), so that neither side is spared collections the other pays.
+	prev := debug.SetGCPercent(100)
+	debug.SetGCPercent(prev)
+	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
+	b.Cleanup(func() { debug.SetGCPercent(prev) })
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			bs := seededStore(b, d)
@@ -198,6 +206,8 @@ func TestMain(m *testing.M) {
 // one for its allocations.
 func serveLoad(dsn string) error {
 	ctx := context.Background()
+	// As a server does (see serveStore in package main).
+	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
 	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true})
 	if err != nil {
 		return err

@@ -1,0 +1,47 @@
+package gcpace_test
+
+import (
+	"runtime/debug"
+	"testing"
+
+	"github.com/flowsnap/flowsnap/gcpace"
+)
+
+// TestSetKeepsTheEnvironmentsGOGCUnlessTold sets the percent with and
+// without GOGC in the environment, and with an explicit percent.
+func TestSetKeepsTheEnvironmentsGOGCUnlessTold(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
+	env := func(gogc string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return gogc
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		gogc     string
+		percent  int
+		explicit bool
+		want     int // the percent in force after
+		applied  bool
+	}{
+		{name: "no GOGC: the default", percent: gcpace.DefaultPercent, want: gcpace.DefaultPercent, applied: true},
+		{name: "GOGC kept over the default", gogc: "150", percent: gcpace.DefaultPercent, want: 150},
+		{name: "GOGC=off kept", gogc: "off", percent: gcpace.DefaultPercent, want: -1},
+		{name: "an explicit percent over GOGC", gogc: "150", percent: 300, explicit: true, want: 300, applied: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			if got := gcpace.Set(env(c.gogc), c.percent, c.explicit); got != c.want {
+				t.Errorf("Set = %d, want %d", got, c.want)
+			}
+			inForce := debug.SetGCPercent(100)
+			if c.applied && inForce != c.want || !c.applied && inForce != 100 {
+				t.Errorf("the runtime's percent is %d", inForce)
+			}
+		})
+	}
+}
