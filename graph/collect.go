@@ -28,26 +28,38 @@ var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 }()
 
 // docFields are one document's collected fields, by selection set and
-// type; nil for a document whose fields depend on its variables.
+// type, and what the read-ahead found of them (mayRead); nil for a
+// document whose fields depend on its variables.
 type docFields struct {
-	m sync.Map // collectedKey → []graphql.CollectedField
+	m     sync.Map // collectedKey → []graphql.CollectedField
+	reads sync.Map // collectedKey of a field's selection and type → bool
+}
+
+// sharedOf returns the shared fields of oc's document; nil when its fields
+// are not shared.
+func sharedOf(oc *graphql.OperationContext) *docFields {
+	if oc.Doc == nil {
+		return nil
+	}
+	// Peek takes the cache's read lock only: documents leave it in the
+	// order they came.
+	d, ok := sharedFields.Peek(oc.Doc)
+	if !ok {
+		if withoutDirectives(oc.Doc) {
+			d = &docFields{}
+		}
+		sharedFields.Add(oc.Doc, d)
+	}
+	return d
 }
 
 // collectFields returns graphql.CollectFields(oc, sel, implementors), the
 // same fields in the same order, from the document's shared fields when it
 // has them. The caller must not change the slice it gets.
 func collectFields(oc *graphql.OperationContext, sel ast.SelectionSet, implementors []string) []graphql.CollectedField {
-	if len(sel) == 0 || len(implementors) == 0 || oc.Doc == nil {
-		return graphql.CollectFields(oc, sel, implementors)
-	}
-	d, ok := sharedFields.Get(oc.Doc)
-	if !ok {
-		if !withoutDirectives(oc.Doc) {
-			d = nil
-		} else {
-			d = &docFields{}
-		}
-		sharedFields.Add(oc.Doc, d)
+	var d *docFields
+	if len(sel) > 0 && len(implementors) > 0 {
+		d = sharedOf(oc)
 	}
 	if d == nil {
 		return graphql.CollectFields(oc, sel, implementors)

@@ -48,16 +48,13 @@ func answerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 	if !ok {
 		return nil
 	}
-	reads := 0
 	for _, f := range fields {
 		if !directRootFields[f.Name] {
 			return nil
 		}
-		if f.Name != "__typename" {
-			reads++
-		}
 	}
-	if reads == 1 && w.runRowsOnly(fields) {
+	if _, ok := planOneRead(oc); ok {
+		// One statement reads it all (readAhead): it runs alone.
 		rd.Alone()
 	}
 	readAhead(ctx)
@@ -67,39 +64,6 @@ func answerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 		return nil
 	}
 	return &graphql.Response{Data: w.b}
-}
-
-// rowFields are the fields of Run and MissingRun that their row holds
-// (with Owner's and Waiting's): every other one, a page or the journal,
-// is a statement of its own.
-var rowFields = map[string]bool{
-	"__typename": true, "id": true, "revision": true, "status": true, "flowName": true, "state": true,
-	"createdAt": true, "startedAt": true, "finishedAt": true, "heartbeatAt": true, "owner": true,
-	"parentRunId": true, "executionParentId": true, "lineageId": true, "roundOrdinal": true, "waiting": true,
-	"deleted": true, "deletedAtRevision": true,
-}
-
-// runRowsOnly reports whether the runs that fields select need nothing but
-// their own rows, so that the read-ahead reads them in one statement,
-// which may then run alone (snapshot.Read.Alone).
-func (w *directWriter) runRowsOnly(fields []graphql.CollectedField) bool {
-	for _, f := range fields {
-		if f.Name == "__typename" {
-			continue
-		}
-		for _, implementors := range [][]string{runImplementors, missingRunImplementors} {
-			sub, ok := w.collect(f.Selections, implementors)
-			if !ok {
-				return false
-			}
-			for _, rf := range sub {
-				if !rowFields[rf.Name] {
-					return false
-				}
-			}
-		}
-	}
-	return true
 }
 
 // buffers holds the buffers direct answers are written in: a batch of runs

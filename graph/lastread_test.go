@@ -25,7 +25,8 @@ func TestReadAheadEndsTheReadWithItsLastStatement(t *testing.T) {
 		statements  int
 		codes       []string
 	}{
-		{name: "a run with its children and rounds", ended: true, statements: 3,
+		// One statement reads the run and its pages (snapshot.Reader.RunsAndPages).
+		{name: "a run with its children and rounds", ended: true, statements: 2,
 			query: `{ run(id: "round-2") { ... on Run { id children(first: 2) ` + page + ` rounds ` + page + ` } } }`},
 		{name: "three levels", ended: true, statements: 4,
 			query: `{ run(id: "parent") { ... on Run { children(first: 2) { nodes { ... on Run { id children ` + page + ` } } } } } }`},

@@ -232,7 +232,121 @@ type level struct {
 }
 
 func (l *loaders) walk(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet) {
+	if p, ok := planOneRead(oc); ok && len(p.pages) > 0 && ctx.Err() == nil {
+		l.readAll(ctx, p)
+	}
 	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}}, true)
+}
+
+// oneRead is a query whose every read is of runs by id at its root and, on
+// those runs, of children and rounds pages below which nothing reads: what
+// one statement reads (snapshot.Reader.RunsAndPages).
+type oneRead struct {
+	ids []string
+	// pages are the page fields on the runs: each is read for every id.
+	pages []pageField
+}
+
+type pageField struct {
+	kind  cursor.Kind
+	first *int
+	after *string
+}
+
+// planOneRead returns the query of oc as one read, when it is one.
+func planOneRead(oc *graphql.OperationContext) (oneRead, bool) {
+	var p oneRead
+	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query {
+		return p, false
+	}
+	reads := false
+	for _, f := range collectFields(oc, oc.Operation.SelectionSet, implementors()["Query"]) {
+		if strings.HasPrefix(f.Name, "__") {
+			continue
+		}
+		a := evalArgs(f, oc.Variables)
+		switch f.Name {
+		case "run", "node":
+			p.ids = append(p.ids, a.id("id"))
+		case "runs":
+			ids, err := runsKeys(a.ids("ids"))
+			a.bad = a.bad || err != nil || len(ids) == 0
+			p.ids = append(p.ids, ids...)
+		default:
+			return p, false
+		}
+		if a.bad || !runsReadOnce(oc, f, &p) {
+			return p, false
+		}
+		reads = true
+	}
+	return p, reads
+}
+
+// runsReadOnce adds to p the page fields that f, a root field of runs,
+// selects on a Run, and reports whether those are all it reads.
+func runsReadOnce(oc *graphql.OperationContext, f graphql.CollectedField, p *oneRead) bool {
+	for _, t := range []string{"Run", "MissingRun"} {
+		for _, g := range collectFields(oc, f.Selections, implementors()[t]) {
+			if _, batched := batchFields[t+"."+g.Name]; !batched {
+				if mayRead(oc, g) {
+					return false
+				}
+				continue
+			}
+			a := evalArgs(g, oc.Variables)
+			kind := map[string]cursor.Kind{"children": cursor.Children, "rounds": cursor.Rounds}[g.Name]
+			first, after := a.int("first"), a.string("after")
+			if t != "Run" || kind == "" || a.bad || mayRead(oc, g) {
+				return false
+			}
+			p.pages = append(p.pages, pageField{kind: kind, first: first, after: after})
+		}
+	}
+	return true
+}
+
+// readAll reads p in one statement, the query's last, and keeps what it
+// read in the loaders, keyed as the walk and the resolvers will ask for
+// it: each run by its id, and each page by its anchor and, for rounds, the
+// lineage of the run read.
+func (l *loaders) readAll(ctx context.Context, p oneRead) {
+	var reqs []snapshot.RunPageRequest
+	for _, id := range p.ids {
+		for _, pf := range p.pages {
+			k := newPageKey(id, "", pf.first, pf.after)
+			reqs = append(reqs, snapshot.RunPageRequest{Kind: pf.kind, PageRequest: k.request()})
+		}
+	}
+	if l.read != nil {
+		l.read.EndWithNext()
+	}
+	runs, pages, err := l.reader.RunsAndPages(ctx, p.ids, reqs)
+	for i, id := range p.ids {
+		if err != nil {
+			// Every run fails with the read, where it is asked for.
+			l.runs.prime(id, nil, err)
+			continue
+		}
+		l.runs.prime(id, runs[i].Value, runs[i].Err)
+		run, ok := runs[i].Value.(*snapshot.Run)
+		if !ok || run == nil {
+			continue
+		}
+		for j, pf := range p.pages {
+			k := newPageKey(id, "", pf.first, pf.after)
+			if k.kind = pf.kind; pf.kind == cursor.Rounds {
+				k.lineage = run.LineageID
+			}
+			res := pages[i*len(p.pages)+j]
+			if page := res.Value; page != nil {
+				for _, e := range page.Edges {
+					l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
+				}
+			}
+			l.pages.prime(k, res.Value, res.Err)
+		}
+	}
 }
 
 // walkFrom reads ahead level by level from start. A walk of a whole query
@@ -291,23 +405,36 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 }
 
 // mayRead reports whether anything f selects may read: a batched field
-// at any depth below it, on any type its values may have.
+// at any depth below it, on any type its values may have. Documents whose
+// fields are shared (collectFields) keep the answer.
 func mayRead(oc *graphql.OperationContext, f graphql.CollectedField) bool {
 	if len(f.Selections) == 0 || f.Definition == nil {
 		return false
 	}
-	def := parsedSchema.Types[f.Definition.Type.Name()]
-	if def == nil {
-		return false
+	typ := f.Definition.Type.Name()
+	d := sharedOf(oc)
+	key := collectedKey{first: &f.Selections[0], n: len(f.Selections), typ: typ}
+	if d != nil {
+		if reads, ok := d.reads.Load(key); ok {
+			return reads.(bool)
+		}
 	}
-	for _, t := range parsedSchema.GetPossibleTypes(def) {
-		for _, g := range collectFields(oc, f.Selections, implementors()[t.Name]) {
-			if _, ok := batchFields[t.Name+"."+g.Name]; ok || mayRead(oc, g) {
-				return true
+	reads := false
+	if def := parsedSchema.Types[typ]; def != nil {
+	types:
+		for _, t := range parsedSchema.GetPossibleTypes(def) {
+			for _, g := range collectFields(oc, f.Selections, implementors()[t.Name]) {
+				if _, ok := batchFields[t.Name+"."+g.Name]; ok || mayRead(oc, g) {
+					reads = true
+					break types
+				}
 			}
 		}
 	}
-	return false
+	if d != nil {
+		d.reads.Store(key, reads)
+	}
+	return reads
 }
 
 // typeGroup is the objects of a level of one GraphQL type.

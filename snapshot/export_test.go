@@ -45,6 +45,8 @@ func PageSQL(d store.Dialect, kind cursor.Kind, key string, after int64) (string
 		l, ok = inboundList, true
 	case cursor.Events:
 		l, ok = runEventList, true
+	case cursor.Kind(roundsOfAnchor.name):
+		l, ok = roundsOfAnchor, true
 	}
 	if !ok {
 		return selectChanges(d), []any{after, after + 10, 11}

@@ -95,7 +95,7 @@ func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*S
 		},
 		func(req PageRequest, edges []StepEdge, info PageInfo) *StepPage {
 			return &StepPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		})
+		}, nil)
 }
 
 // InboundEventPages reads a batch of pages of the events sent to runs,
@@ -110,7 +110,7 @@ func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]R
 		},
 		func(req PageRequest, edges []InboundEventEdge, info PageInfo) *InboundEventPage {
 			return &InboundEventPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		})
+		}, nil)
 }
 
 // RunEventPages reads a batch of pages of runs' lifecycle logs, ordered by
@@ -124,7 +124,7 @@ func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]Resul
 		},
 		func(req PageRequest, edges []RunEventEdge, info PageInfo) *RunEventPage {
 			return &RunEventPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		})
+		}, nil)
 }
 
 // Steps reads steps by key in one statement: one Result[Step] per key, in

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
@@ -24,7 +26,8 @@ type PageRequest struct {
 	// bound to it.
 	Anchor string
 	// Lineage is the lineage whose rounds are listed (the anchor's
-	// lineageId); unused for children.
+	// lineageId); unused for children. A rounds request without one lists
+	// the anchor's lineage, read in the same statement.
 	Lineage string
 	// First is the page size; nil means DefaultPageSize.
 	First *int
@@ -89,7 +92,7 @@ func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest
 	if !ok {
 		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
 	}
-	return r.runPages(ctx, only(l), reqs)
+	return r.runPages(ctx, only(l), reqs, nil)
 }
 
 // RunPageRequest asks for one page of a run's children (Kind
@@ -103,21 +106,53 @@ type RunPageRequest struct {
 // Pages reads those of one kind: in one statement, so that a run's
 // children and its rounds, as a dashboard asks for them, cost one.
 func (r *Reader) RunPages(ctx context.Context, reqs []RunPageRequest) ([]Result[*Page], error) {
+	_, pages, err := r.RunsAndPages(ctx, nil, reqs)
+	return pages, err
+}
+
+// RunsAndPages reads the snapshots of ids, as Load does, and a batch of
+// pages of children and rounds, as RunPages does, in one statement: a
+// dashboard's run and its run's pages cost one statement and one round
+// trip, a rounds page without a lineage listing its anchor's.
+func (r *Reader) RunsAndPages(ctx context.Context, ids []string, reqs []RunPageRequest) ([]Result[Snapshot], []Result[*Page], error) {
 	lists := make([]pageList, len(reqs))
 	plain := make([]PageRequest, len(reqs))
 	for i, req := range reqs {
 		l, ok := runLists[req.Kind]
 		if !ok {
-			return nil, fmt.Errorf("snapshot: no related pages of kind %q", req.Kind)
+			return nil, nil, fmt.Errorf("snapshot: no related pages of kind %q", req.Kind)
+		}
+		if req.Kind == cursor.Rounds && req.Lineage == "" {
+			l = roundsOfAnchor
 		}
 		lists[i], plain[i] = l, req.PageRequest
 	}
-	return r.runPages(ctx, func(i int) pageList { return lists[i] }, plain)
+	var runs *idRuns
+	if len(ids) > 0 {
+		runs = newIDRuns(ids)
+	}
+	pages, err := r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, runs)
+	if err != nil || runs == nil {
+		return nil, pages, err
+	}
+	if runs.placed != len(runs.distinct) {
+		return nil, nil, errFewerRuns
+	}
+	out, err := runs.results()
+	return out, pages, err
 }
 
-// runPages reads pages of run lists, reqs[i] of list(i), edges and runs.
-func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest) ([]Result[*Page], error) {
+// runPages reads pages of run lists, reqs[i] of list(i), edges and runs,
+// and the runs of ids, when set, in the same statement.
+func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest, ids *idRuns) ([]Result[*Page], error) {
 	var raw rawRun
+	var byID *pageIDs
+	if ids != nil && len(ids.distinct) > 0 {
+		byID = &pageIDs{ids: ids.distinct, row: func(pos Position) error {
+			_, err := ids.place(&raw, pos)
+			return err
+		}}
+	}
 	return readPages(ctx, r, list, reqs, raw.dest(),
 		func(pos Position, c string, ord int64, id string) Edge {
 			// The keyset's id is the run's.
@@ -127,7 +162,16 @@ func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs [
 		},
 		func(req PageRequest, edges []Edge, info PageInfo) *Page {
 			return &Page{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		})
+		}, byID)
+}
+
+// pageIDs are runs by id that a batch of run pages (whose statement is
+// runPages) reads beside its pages: rows of page index -1, before every
+// page's, whose id is one of ids, each scanned into the batch's
+// destinations and handed to row.
+type pageIDs struct {
+	ids []string
+	row func(pos Position) error
 }
 
 // pageSize checks a requested page size.
@@ -166,6 +210,18 @@ type pageList struct {
 	statement func(union string) string
 	// key is what a request's slice is keyed by; nil means its anchor.
 	key func(PageRequest) string
+	// name tells a list's statements from another's of the same kind;
+	// empty means its kind.
+	name string
+}
+
+// shape is what a list's slice of a statement is known by (see
+// pageStatements).
+func (l pageList) shape() string {
+	if l.name != "" {
+		return l.name
+	}
+	return string(l.kind)
 }
 
 // runPages wraps the edges of children or rounds with their runs, so a
@@ -195,12 +251,26 @@ var runLists = map[cursor.Kind]pageList{
 	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`},
 }
 
+// roundsOfAnchor lists the rounds of a request without a lineage: its
+// anchor's, read from the anchor's row in the same statement, so that a
+// run and its rounds need not be read one after the other. An anchor
+// without a row has no rounds.
+var roundsOfAnchor = pageList{kind: cursor.Rounds, name: "rounds-of-anchor", hasLast: true, cols: "p.ord, p.id", statement: runPages,
+	keyset: `SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs
+	WHERE COALESCE(lineage_id, run_id) = (SELECT COALESCE(a.lineage_id, a.run_id) FROM flows_runs a WHERE a.run_id = %[1]s)
+	  AND COALESCE(round_ordinal, 0) >= %[2]s
+	  AND (COALESCE(round_ordinal, 0), run_id) > (%[2]s, %[3]s)
+	ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT $%[4]d`}
+
 type pageWant struct {
 	req   int      // index in the request batch
 	l     pageList // the list the page is of
 	key   string
 	after cursor.Cursor
 	size  int
+	// unplaced says after was decoded before the read had a position, and
+	// is checked against it once the statement has given one.
+	unplaced bool
 }
 
 // pageWants checks each request's page size, anchor and cursor (which must
@@ -221,8 +291,18 @@ func (q *querier) pageWants(reqs []PageRequest, list func(i int) pageList) (want
 		}
 		w := pageWant{req: i, l: l, key: key, size: size, after: cursor.Cursor{Ordinal: -1}}
 		if err == nil && req.After != nil {
-			w.after, err = cursor.DecodeFor(*req.After, q.pos().Source, req.Anchor, l.kind)
+			// A read run alone has its position only once its statement
+			// has run: the cursor's store is checked then (afterCheck).
+			source := q.pos().Source
+			w.unplaced = !q.placed()
+			w.after, err = cursor.Decode(*req.After)
+			if w.unplaced && err == nil {
+				source = w.after.Source
+			}
 			if err == nil {
+				err = w.after.Check(source, req.Anchor, l.kind)
+			}
+			if err == nil && !w.unplaced {
 				err = notBefore(w.after, q.pos())
 			}
 		}
@@ -235,29 +315,56 @@ func (q *querier) pageWants(reqs []PageRequest, list func(i int) pageList) (want
 	return wants, errs
 }
 
+// afterCheck checks the cursor of a want decoded before the read had a
+// position (unplaced) against the store and the position, as pageWants
+// checks those decoded after.
+func afterCheck(w pageWant, req PageRequest, pos Position) error {
+	if !w.unplaced {
+		return nil
+	}
+	if err := w.after.Check(pos.Source, req.Anchor, w.l.kind); err != nil {
+		return err
+	}
+	return notBefore(w.after, pos)
+}
+
 // keysetUnion is one UNION ALL of its list's keyset per want, each
 // selecting the want's index as w and then the list's cols of its slice,
-// and the arguments that bind it.
-func keysetUnion(d store.Dialect, wants []pageWant) (string, []any) {
+// bound by keysetArgs.
+func keysetUnion(d store.Dialect, wants []pageWant) string {
 	var sql strings.Builder
-	args := make([]any, 0, 4*len(wants))
+	n := 0
 	for i, w := range wants {
 		if i > 0 {
 			sql.WriteString("\nUNION ALL\n")
 		}
-		first := len(args) + 1
-		args = append(args, w.key, w.after.Ordinal)
+		first := n + 1
+		n += 2
 		last := 0
 		if w.l.hasLast {
-			args = append(args, w.after.Last)
-			last = len(args)
+			n++
+			last = n
 		}
-		args = append(args, w.size+1)
+		n++
 		fmt.Fprintf(&sql, "SELECT %d AS w, %s FROM (", i, strings.ReplaceAll(w.l.cols, "p.", fmt.Sprintf("p%d.", i)))
-		fmt.Fprintf(&sql, w.l.keyset, d.Bound(first), d.Bound(first+1), d.Bound(last), len(args))
+		fmt.Fprintf(&sql, w.l.keyset, d.Bound(first), d.Bound(first+1), d.Bound(last), n)
 		fmt.Fprintf(&sql, ") AS p%d", i)
 	}
-	return sql.String(), args
+	return sql.String()
+}
+
+// keysetArgs are the arguments that bind keysetUnion(d, wants), in its
+// placeholders' order.
+func keysetArgs(wants []pageWant) []any {
+	args := make([]any, 0, 4*len(wants))
+	for _, w := range wants {
+		args = append(args, w.key, w.after.Ordinal)
+		if w.l.hasLast {
+			args = append(args, w.after.Last)
+		}
+		args = append(args, w.size+1)
+	}
+	return args
 }
 
 // sql returns the statement that reads a batch of pages of l and its
@@ -266,20 +373,79 @@ func (l pageList) sql(d store.Dialect, wants []pageWant) (string, []any) {
 	for i := range wants {
 		wants[i].l = l
 	}
-	return pagesSQL(d, wants)
+	return pagesSQL(d, l.statement, wants, nil)
 }
 
 // pagesSQL returns the statement that reads wants, whose lists share their
-// cols and statement, and its arguments.
-func pagesSQL(d store.Dialect, wants []pageWant) (string, []any) {
-	union, args := keysetUnion(d, wants)
-	return wants[0].l.statement(union), args
+// cols and statement, and its arguments; with ids, also the rows of those
+// ids, as page -1 (see pageIDs), which takes the statement of runPages.
+func pagesSQL(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
+	return statement(pagesUnion(d, wants, ids != nil)), pagesArgs(d, wants, ids)
 }
 
-// reading names what a batch of wants reads, for its errors: its lists'
-// kinds.
-func reading(wants []pageWant) string {
+// pagesUnion is keysetUnion with, when byID, the ids bound after the
+// keysets' arguments as page -1.
+func pagesUnion(d store.Dialect, wants []pageWant, byID bool) string {
+	union := keysetUnion(d, wants)
+	if !byID {
+		return union
+	}
+	if union != "" {
+		union += "\nUNION ALL\n"
+	}
+	return union + "SELECT -1 AS w, 0 AS ord, ids.id FROM (" + d.TextList(len(keysetArgs(wants))+1) + ") AS ids"
+}
+
+func pagesArgs(d store.Dialect, wants []pageWant, ids []string) []any {
+	args := keysetArgs(wants)
+	if ids != nil {
+		args = append(args, d.TextListArg(ids))
+	}
+	return args
+}
+
+// pageStatements are the statements of batches of pages a Reader has read,
+// by the kinds of their lists in order: a dashboard reads the same few
+// shapes again and again, and a statement of a few pages took longer to
+// format than its rows to decode.
+type pageStatements struct {
+	m sync.Map // kinds, comma-separated → statement
+	n atomic.Int32
+}
+
+// maxPageStatements bounds the shapes kept: past it a batch's statement is
+// made each time.
+const maxPageStatements = 256
+
+// of returns pagesSQL(d, statement, wants, ids).
+func (p *pageStatements) of(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
+	var key strings.Builder
+	for i, w := range wants {
+		if i > 0 {
+			key.WriteByte(',')
+		}
+		key.WriteString(w.l.shape())
+	}
+	if ids != nil {
+		key.WriteString(",ids")
+	}
+	if stmt, ok := p.m.Load(key.String()); ok {
+		return stmt.(string), pagesArgs(d, wants, ids)
+	}
+	stmt, args := pagesSQL(d, statement, wants, ids)
+	if p.n.Add(1) <= maxPageStatements {
+		p.m.Store(key.String(), stmt)
+	}
+	return stmt, args
+}
+
+// reading names what a batch of wants reads, for its errors: runs by id
+// and its lists' kinds.
+func reading(wants []pageWant, ids []string) string {
 	kinds := []string{}
+	if len(ids) > 0 {
+		kinds = append(kinds, "runs")
+	}
 	for _, w := range wants {
 		if k := string(w.l.kind); !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)
@@ -295,29 +461,32 @@ func reading(wants []pageWant) string {
 // page. Results are in request order; a bad page size or cursor fails only
 // its request.
 func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageList, reqs []PageRequest, dest []any,
-	edge func(pos Position, cursor string, ord int64, id string) E, page func(req PageRequest, edges []E, info PageInfo) P) ([]Result[P], error) {
+	edge func(pos Position, cursor string, ord int64, id string) E, page func(req PageRequest, edges []E, info PageInfo) P,
+	byID *pageIDs) ([]Result[P], error) {
 	out := make([]Result[P], len(reqs))
 	err := r.with(ctx, func(q *querier) error {
-		for _, req := range reqs {
-			if req.After != nil {
-				// A cursor is checked against the store's identity.
-				if _, err := q.position(); err != nil {
-					return err
-				}
-				break
-			}
-		}
 		wants, errs := q.pageWants(reqs, list)
 		edges := make([][]E, len(reqs))
 		infos := make([]PageInfo, len(reqs))
-		if len(wants) > 0 {
-			stmt, args := pagesSQL(q.dialect(), wants)
+		var ids []string
+		if byID != nil {
+			ids = byID.ids
+		}
+		if len(wants) > 0 || len(ids) > 0 {
+			statement := runPages
+			if len(wants) > 0 {
+				statement = wants[0].l.statement
+			}
+			stmt, args := r.pageStmts.of(q.dialect(), statement, wants, ids)
 			var wi int64
 			var ord, id any
 			scan := append([]any{&wi, store.IntDests(&ord)[0], store.TextDests(&id)[0]}, dest...)
 			starts := make([]string, len(wants))
 			ends := make([]string, len(wants))
-			err := q.each(stmt, args, scan, reading(wants), func() error {
+			err := q.each(stmt, args, scan, reading(wants, ids), func() error {
+				if wi == -1 && byID != nil {
+					return byID.row(q.pos())
+				}
 				if wi < 0 || int(wi) >= len(wants) {
 					return fault.Errorf(fault.PersistenceFailed, "the store answered a page nobody asked for")
 				}
@@ -348,6 +517,9 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 					start, end := starts[i], ends[i]
 					infos[w.req].StartCursor = &start
 					infos[w.req].EndCursor = &end
+				}
+				if err := afterCheck(w, reqs[w.req], q.pos()); err != nil {
+					errs[w.req], edges[w.req] = err, nil
 				}
 			}
 		}

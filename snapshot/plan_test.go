@@ -36,8 +36,10 @@ func TestPagePlansOnAnAnalysedSQLiteStore(t *testing.T) {
 		t.Fatal("ANALYZE left no STAT4 samples: the store is not what this test is about")
 	}
 	for kind, seek := range map[cursor.Kind]string{
-		cursor.Children:      "SEARCH flows_run_parents USING COVERING INDEX flows_run_parents_by_parent (parent_id=? AND (seq,child_id)>(?,?))",
-		cursor.Rounds:        "SEARCH flows_runs USING COVERING INDEX flows_runs_rounds (<expr>=? AND <expr>>?)",
+		cursor.Children: "SEARCH flows_run_parents USING COVERING INDEX flows_run_parents_by_parent (parent_id=? AND (seq,child_id)>(?,?))",
+		cursor.Rounds:   "SEARCH flows_runs USING COVERING INDEX flows_runs_rounds (<expr>=? AND <expr>>?)",
+		// The lineage of the anchor's row, read in the same statement.
+		"rounds-of-anchor":   "SEARCH flows_runs USING COVERING INDEX flows_runs_rounds (<expr>=? AND <expr>>?)",
 		cursor.Steps:         "SEARCH s USING INDEX flows_steps_by_run_created (run_id=? AND (created_at_ms,step_id)>(?,?))",
 		cursor.InboundEvents: "SEARCH e USING INDEX flows_inbound_events_by_run_created (run_id=? AND (created_at_ms,event_id)>(?,?))",
 		cursor.Events:        "SEARCH v USING PRIMARY KEY (run_id=? AND seq>?)",

@@ -28,6 +28,8 @@ type Reader struct {
 	selectRuns, selectRevisions string
 	// cache, when set, keeps decoded runs by revision (see SetRunCache).
 	cache *runCache
+	// pageStmts are the statements of the batches of pages read.
+	pageStmts pageStatements
 }
 
 // NewReader returns a Reader of db. On SQLite it keeps decoded runs in a
@@ -442,6 +444,10 @@ type querier struct {
 // pos is the read's position; only once the transaction is open (after a
 // statement, or position).
 func (q *querier) pos() Position { return q.rd.pos }
+
+// placed reports whether the read's position is known: not before the
+// statement of a read run alone has given it.
+func (q *querier) placed() bool { return q.rd.opened != (time.Time{}) && q.rd.err == nil }
 
 // position opens the transaction if it is not open yet, and returns its
 // position.

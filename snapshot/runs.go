@@ -49,30 +49,13 @@ func (r *Reader) Run(ctx context.Context, id string) (Snapshot, error) {
 // runs reads ids in one statement, or, when the reader's run cache holds
 // most of them, their revisions and then only the rows that changed.
 func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
-	out := make([]Result[Snapshot], len(ids))
-	// first maps each distinct id to its first place in ids; only ids that
-	// repeat are looked for again, after the read.
-	first := make(map[string]int, len(ids))
-	distinct := make([]string, 0, len(ids))
-	repeats := false
-	for i, id := range ids {
-		if err := vocab.CheckID("an id", id); err != nil {
-			out[i].Err = err
-			continue
-		}
-		if _, seen := first[id]; seen {
-			repeats = true
-			continue
-		}
-		first[id] = i
-		distinct = append(distinct, id)
+	b := newIDRuns(ids)
+	if len(b.distinct) == 0 {
+		return b.out, nil
 	}
-	if len(distinct) == 0 {
-		return out, nil
-	}
-	todo := distinct
-	if len(distinct) == 1 {
-		answered, err := q.cachedAlone(distinct[0], first[distinct[0]], out)
+	todo := b.distinct
+	if len(todo) == 1 {
+		answered, err := q.cachedAlone(todo[0], b.first[todo[0]], b.out)
 		if err != nil {
 			return nil, err
 		}
@@ -83,23 +66,76 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	cache := q.cache(todo)
 	if cache != nil {
 		var err error
-		if todo, err = q.cachedRuns(cache, ids, first, distinct, out); err != nil {
+		if todo, err = q.cachedRuns(cache, ids, b.first, b.distinct, b.out); err != nil {
 			return nil, err
 		}
 	}
 	if len(todo) > 0 {
-		if err := q.decodedRuns(ids, first, todo, out); err != nil {
+		if err := q.decodedRuns(b, todo); err != nil {
 			return nil, err
 		}
 	}
-	if repeats {
-		for i, id := range ids {
-			if j, ok := first[id]; ok && j != i {
-				out[i] = out[j]
+	return b.results()
+}
+
+// idRuns are the snapshots of a batch of ids, as one read places them: a
+// Result per id, in request order, duplicates answered in place.
+type idRuns struct {
+	ids []string
+	out []Result[Snapshot]
+	// first maps each distinct id to its first place in ids; only ids that
+	// repeat are looked for again, after the read.
+	first    map[string]int
+	distinct []string
+	repeats  bool
+	// placed counts the rows placed.
+	placed int
+}
+
+// newIDRuns checks ids: a malformed one's Result is its error, and the
+// others are distinct's, each once.
+func newIDRuns(ids []string) *idRuns {
+	b := &idRuns{ids: ids, out: make([]Result[Snapshot], len(ids)), first: make(map[string]int, len(ids)), distinct: make([]string, 0, len(ids))}
+	for i, id := range ids {
+		if err := vocab.CheckID("an id", id); err != nil {
+			b.out[i].Err = err
+			continue
+		}
+		if _, seen := b.first[id]; seen {
+			b.repeats = true
+			continue
+		}
+		b.first[id] = i
+		b.distinct = append(b.distinct, id)
+	}
+	return b
+}
+
+// place decodes the run row raw holds, read at pos, into the place of the
+// id it answers, which must be one asked for and not answered yet; it
+// returns the run when the row is one.
+func (b *idRuns) place(raw *rawRun, pos Position) (*Run, error) {
+	i, err := slot(b.first, raw.idText, b.out)
+	if err != nil {
+		return nil, err
+	}
+	raw.id = b.ids[i]
+	b.out[i].Value, b.out[i].Err = raw.decode(pos)
+	b.placed++
+	run, _ := b.out[i].Value.(*Run)
+	return run, nil
+}
+
+// results returns every id's Result, duplicates' filled in.
+func (b *idRuns) results() ([]Result[Snapshot], error) {
+	if b.repeats {
+		for i, id := range b.ids {
+			if j, ok := b.first[id]; ok && j != i {
+				b.out[i] = b.out[j]
 			}
 		}
 	}
-	return out, nil
+	return b.out, nil
 }
 
 // cache returns the reader's run cache when it is worth asking for
@@ -221,30 +257,24 @@ func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, e
 	return true, nil
 }
 
-// decodedRuns reads the rows of todo and places each decoded run in out,
-// keeping them in the reader's run cache when it has one.
-func (q *querier) decodedRuns(ids []string, first map[string]int, todo []string, out []Result[Snapshot]) error {
+// decodedRuns reads the rows of todo, ids of b, and places each decoded
+// run in b, keeping them in the reader's run cache when it has one.
+func (q *querier) decodedRuns(b *idRuns, todo []string) error {
 	c := q.rd.r.cache
 	var raw rawRun
 	var fresh []*Run
-	read := 0
+	before := b.placed
 	err := q.each(q.rd.r.selectRuns, []any{q.dialect().TextListArg(todo)}, raw.dest(), "reading runs", func() error {
-		i, err := slot(first, raw.idText, out)
-		if err != nil {
-			return err
-		}
-		raw.id = ids[i]
-		out[i].Value, out[i].Err = raw.decode(q.pos())
-		if run, ok := out[i].Value.(*Run); ok && c != nil {
+		run, err := b.place(&raw, q.pos())
+		if run != nil && c != nil {
 			fresh = append(fresh, run)
 		}
-		read++
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if read != len(todo) {
+	if b.placed-before != len(todo) {
 		return errFewerRuns
 	}
 	if len(fresh) > 0 {

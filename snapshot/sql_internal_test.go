@@ -38,6 +38,14 @@ func TestAssembledSQL(t *testing.T) {
 				fmt.Sprintf("%s_pages", l.kind), fmt.Sprintf("%s\n-- arguments: %v", sql, args),
 			})
 		}
+		// A run and its children and rounds (RunsAndPages): the ids after
+		// the keysets' arguments, the rounds by the anchor's lineage.
+		mixed := []pageWant{
+			{req: 0, l: runLists[cursor.Children], key: "anchor-a", after: cursor.Cursor{Ordinal: -1}, size: 10},
+			{req: 1, l: roundsOfAnchor, key: "anchor-a", after: cursor.Cursor{Ordinal: -1}, size: 10},
+		}
+		sql, args := pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"})
+		statements = append(statements, struct{ name, sql string }{"runs_and_pages", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
 		for _, s := range statements {
 			t.Run(string(d)+"/"+s.name, func(t *testing.T) {
 				path := filepath.Join("testdata", "sql", string(d), s.name+".sql")
@@ -61,4 +69,51 @@ func TestAssembledSQL(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPageStatementsAreMadeOnce reads the statements of batches of pages
+// of every mix of kinds through pageStatements, twice each: every one is
+// pagesSQL's, statement and arguments, whether made or kept; and past
+// maxPageStatements shapes, still made right.
+func TestPageStatementsAreMadeOnce(t *testing.T) {
+	children, rounds := runLists[cursor.Children], runLists[cursor.Rounds]
+	want := func(l pageList, key string, ord int64, last string, size int) pageWant {
+		return pageWant{l: l, key: key, after: cursor.Cursor{Ordinal: ord, Last: last}, size: size}
+	}
+	batches := [][]pageWant{
+		{want(children, "a", -1, "", 10)},
+		{want(rounds, "l", 3, "r", 2)},
+		{want(children, "a", 4, "c", 10), want(rounds, "l", -1, "", 5)},
+		{want(rounds, "l", -1, "", 5), want(children, "b", 4, "c", 10)},
+		{want(stepList, "s", 1, "x", 3), want(stepList, "t", -1, "", 200)},
+		{want(runEventList, "e", 9, "", 1)},
+	}
+	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
+		var p pageStatements
+		for range 2 {
+			for i, b := range batches {
+				sql, args := p.of(d, b[0].l.statement, b, nil)
+				wantSQL, wantArgs := pagesSQL(d, b[0].l.statement, b, nil)
+				if sql != wantSQL || fmt.Sprint(args) != fmt.Sprint(wantArgs) {
+					t.Fatalf("%s batch %d:\n%s %v\nwant\n%s %v", d, i, sql, args, wantSQL, wantArgs)
+				}
+			}
+		}
+		if n := p.n.Load(); n != int32(len(batches)) {
+			t.Errorf("%s: %d statements made for %d shapes", d, n, len(batches))
+		}
+		p.n.Store(maxPageStatements)
+		b := []pageWant{want(children, "z", -1, "", 1), want(children, "y", -1, "", 1), want(children, "x", -1, "", 1)}
+		if sql, _ := p.of(d, runPages, b, nil); sql != wantOf(d, b) {
+			t.Errorf("%s: past the bound, %s", d, sql)
+		}
+		if _, kept := p.m.Load("children,children,children"); kept {
+			t.Errorf("%s: a statement kept past the bound", d)
+		}
+	}
+}
+
+func wantOf(d store.Dialect, wants []pageWant) string {
+	sql, _ := pagesSQL(d, runPages, wants, nil)
+	return sql
 }
