@@ -514,27 +514,21 @@ func requestShape(body []byte, maxVariables, maxValues int) (cachedParams, strin
 	if jsonValues(body) > maxValues+16 {
 		return none, fmt.Sprintf("the variables hold more than %d values", maxValues)
 	}
-	var req struct {
-		Query         json.RawMessage `json:"query"`
-		OperationName json.RawMessage `json:"operationName"`
-		Variables     json.RawMessage `json:"variables"`
-		Extensions    json.RawMessage `json:"extensions"`
+	if !json.Valid(body) {
+		return none, "the request body is not valid JSON"
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) || len(trimmed) == 0 {
-			return none, "the request body is not valid JSON"
-		}
+	req, ok := requestMembers(body)
+	if !ok {
 		return none, "the request body must be a JSON object with a query string"
 	}
-	if len(req.Variables) > maxVariables {
+	if len(req.variables) > maxVariables {
 		return none, fmt.Sprintf("the variables are larger than %d bytes", maxVariables)
 	}
 	kinds := []struct {
 		name string
 		raw  json.RawMessage
 		want byte
-	}{{"query", req.Query, '"'}, {"operationName", req.OperationName, '"'}, {"variables", req.Variables, '{'}, {"extensions", req.Extensions, '{'}}
+	}{{"query", req.query, '"'}, {"operationName", req.operationName, '"'}, {"variables", req.variables, '{'}, {"extensions", req.extensions, '{'}}
 	for _, k := range kinds {
 		if absent(k.raw) || k.raw[0] == k.want {
 			continue
@@ -544,10 +538,93 @@ func requestShape(body []byte, maxVariables, maxValues int) (cachedParams, strin
 		}
 		return none, fmt.Sprintf("%q must be an object", k.name)
 	}
-	if absent(req.Query) && absent(req.Extensions) {
+	if absent(req.query) && absent(req.extensions) {
 		return none, noQuery
 	}
-	return cachedParams{query: req.Query, operationName: req.OperationName, variables: req.Variables, extensions: req.Extensions}, ""
+	return req, ""
+}
+
+// requestMembers returns the members of body, valid JSON, that a GraphQL
+// request has, as encoding/json unmarshals an object into fields of those
+// names: keys matched without regard to case, the last of a name winning,
+// null as no object at all. ok is false when body is neither an object nor
+// null. It scans body once, where encoding/json would scan it twice and
+// reflect on every member.
+func requestMembers(body []byte) (p cachedParams, ok bool) {
+	i := skipSpace(body, 0)
+	if bytes.HasPrefix(body[i:], []byte("null")) {
+		return p, true
+	}
+	if i >= len(body) || body[i] != '{' {
+		return p, false
+	}
+	i = skipSpace(body, i+1)
+	for i < len(body) && body[i] == '"' {
+		end := valueEnd(body, i)
+		key := string(body[i+1 : end-1])
+		if strings.IndexByte(key, '\\') >= 0 {
+			_ = json.Unmarshal(body[i:end], &key)
+		}
+		i = skipSpace(body, skipSpace(body, end)+1) // past the colon
+		vend := valueEnd(body, i)
+		v := json.RawMessage(body[i:vend])
+		switch {
+		case strings.EqualFold(key, "query"):
+			p.query = v
+		case strings.EqualFold(key, "operationName"):
+			p.operationName = v
+		case strings.EqualFold(key, "variables"):
+			p.variables = v
+		case strings.EqualFold(key, "extensions"):
+			p.extensions = v
+		}
+		i = skipSpace(body, vend)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	return p, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns where the JSON value that starts at b[i] ends, b being
+// valid JSON.
+func valueEnd(b []byte, i int) int {
+	depth, inString := 0, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case inString:
+			if c == '\\' {
+				j++
+			} else if c == '"' {
+				inString = false
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return j
+			}
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n'):
+			return j
+		}
+	}
+	return len(b)
 }
 
 // noQuery refuses a request with neither a query nor the extensions that

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -44,4 +46,45 @@ func TestClipKeepsMessagesShortAndValidUTF8(t *testing.T) {
 			t.Fatalf("broken UTF-8 at %d: %q", i, got)
 		}
 	}
+}
+
+// FuzzRequestMembers holds requestMembers to what encoding/json makes of a
+// body unmarshalled into the four members' RawMessages: the same members,
+// byte for byte, and the same refusal of what is not an object.
+func FuzzRequestMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{"query":"{ a }"}`,
+		` { "query" : "q", "variables" : {"id": "x", "n": [1, {"a": "}"}]}, "extensions": null } `,
+		`{"QUERY":"upper","Query":"mixed","query":"last"}`,
+		`{"operationName":"A","operationname":"B","variables":{},"Extensions":{"persistedQuery":{"sha256Hash":"00"}}}`,
+		`{"qu\u0065ry":"escaped key","x":[true,false,null,-1.5e3,"\"\\"]}`,
+		`{"extenſions":{"minRevision":3}}`,
+		`{}`, `null`, ` null `, `[]`, `"query"`, `12`, `true`, `{"query":1}`, `{"a":{"b":{"c":[[],{}]}},"query":"q"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !json.Valid(body) {
+			return
+		}
+		var want struct {
+			Query         json.RawMessage `json:"query"`
+			OperationName json.RawMessage `json:"operationName"`
+			Variables     json.RawMessage `json:"variables"`
+			Extensions    json.RawMessage `json:"extensions"`
+		}
+		err := json.Unmarshal(body, &want)
+		got, ok := requestMembers(body)
+		if ok != (err == nil) {
+			t.Fatalf("%q: ok %v, encoding/json %v", body, ok, err)
+		}
+		if !ok {
+			return
+		}
+		for _, m := range [][2]json.RawMessage{{got.query, want.Query}, {got.operationName, want.OperationName}, {got.variables, want.Variables}, {got.extensions, want.Extensions}} {
+			if !bytes.Equal(m[0], m[1]) {
+				t.Fatalf("%q: %q, encoding/json %q", body, m[0], m[1])
+			}
+		}
+	})
 }
