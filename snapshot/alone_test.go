@@ -120,18 +120,20 @@ func TestAMinimumBeyondTheStoreRefusesTheFirstStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rctx, rd := f.r.Begin(ctx)
-		rd.AtLeast(pos.Revision + 1)
-		if _, err := f.r.Children(rctx, snapshot.PageRequest{Anchor: "a"}); fault.CodeOf(err) != fault.SourceChanged {
-			t.Errorf("a page as the first statement: %v, want SOURCE_CHANGED", err)
+		for first, read := range map[string]func(ctx context.Context) error{
+			"a page": func(ctx context.Context) error {
+				_, err := f.r.Children(ctx, snapshot.PageRequest{Anchor: "a"})
+				return err
+			},
+			"runs": func(ctx context.Context) error { _, err := f.r.Runs(ctx, []string{"a"}); return err },
+		} {
+			rctx, rd := f.r.Begin(ctx)
+			rd.AtLeast(pos.Revision + 1)
+			if err := read(rctx); fault.CodeOf(err) != fault.SourceChanged {
+				t.Errorf("%s as the first statement: %v, want SOURCE_CHANGED", first, err)
+			}
+			rd.End()
 		}
-		rd.End()
-		rctx, rd = f.r.Begin(ctx)
-		rd.AtLeast(pos.Revision + 1)
-		if _, err := f.r.Runs(rctx, []string{"a"}); fault.CodeOf(err) != fault.SourceChanged {
-			t.Errorf("runs as the first statement: %v, want SOURCE_CHANGED", err)
-		}
-		rd.End()
 		noOpenReads(t, f.ro)
 	})
 }
