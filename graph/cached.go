@@ -28,8 +28,8 @@ import (
 // shape and cost limits (shapeLimit), the same read and loaders
 // (beginQuery), the direct answer, and, for an operation the direct answer
 // does not know, gqlgen's executor dispatching the operation in that same
-// read (cachedExecutor), with the executor's error presenter, recovery and
-// error cap. Everything else — a document not cached, a persisted query, an
+// read (newCachedExecutor), with the handler's error presenter, recovery
+// and error cap. Everything else — a document not cached, a persisted query, an
 // error in the request, a subscription — goes the gqlgen way, which reports
 // it; nothing is read or written before that is known.
 
@@ -69,9 +69,9 @@ func (e *endpoint) answerCached(w http.ResponseWriter, r *http.Request, params c
 	if err != nil {
 		return false
 	}
+	// The operation runs with the request's context, whose deadline
+	// (endpoint.ServeHTTP) comes before the operation's would.
 	ctx, q.cached = q.ctx, true
-	// The request's context ends at its deadline, which comes before the
-	// operation's: it is the one to execute with.
 	var resp *graphql.Response
 	if !e.opts.NoDirect {
 		resp = answerDirect(ctx, q.rd)

@@ -53,7 +53,7 @@ func answerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 			return nil
 		}
 	}
-	if _, ok := planOneRead(oc); ok {
+	if _, ok := l.oneRead(oc); ok {
 		// One statement reads it all (readAhead): it runs alone.
 		rd.Alone()
 	}

@@ -54,6 +54,10 @@ type loaders struct {
 	read *snapshot.Read
 	// ahead reads ahead the whole operation once, for its first root field.
 	ahead sync.Once
+	// plan is the operation as one read, when planned (see oneRead).
+	plan     oneRead
+	planned  bool
+	planOnce sync.Once
 }
 
 // journal returns the journal's loaders.

@@ -232,7 +232,7 @@ type level struct {
 }
 
 func (l *loaders) walk(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet) {
-	if p, ok := planOneRead(oc); ok && len(p.pages) > 0 && ctx.Err() == nil {
+	if p, ok := l.oneRead(oc); ok && len(p.pages) > 0 && ctx.Err() == nil {
 		l.readAll(ctx, p)
 	}
 	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}}, true)
@@ -251,6 +251,13 @@ type pageField struct {
 	kind  cursor.Kind
 	first *int
 	after *string
+}
+
+// oneRead returns the operation's plan as one read (planOneRead), made
+// once: the direct answer asks for it before the walk does.
+func (l *loaders) oneRead(oc *graphql.OperationContext) (oneRead, bool) {
+	l.planOnce.Do(func() { l.plan, l.planned = planOneRead(oc) })
+	return l.plan, l.planned
 }
 
 // planOneRead returns the query of oc as one read, when it is one.
