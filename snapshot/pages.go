@@ -405,11 +405,11 @@ func pagesArgs(d store.Dialect, wants []pageWant, ids []string) []any {
 }
 
 // pageStatements are the statements of batches of pages a Reader has read,
-// by the kinds of their lists in order: a dashboard reads the same few
-// shapes again and again, and a statement of a few pages took longer to
-// format than its rows to decode.
+// by the shapes of their lists in order and whether runs by id join them:
+// a dashboard reads the same few shapes again and again, and formatting
+// its statement was 3% of its server CPU.
 type pageStatements struct {
-	m sync.Map // kinds, comma-separated → statement
+	m sync.Map // shapes, comma-separated, and ",ids" → statement
 	n atomic.Int32
 }
 
