@@ -91,73 +91,79 @@ func giveBuffer(b []byte) {
 	buffers.Put(&b)
 }
 
-// answerBody hands the transport a stand-in for resp, a direct answer,
-// and keeps resp's body, written here, for serve to send in its place
-// (requestErrorWriter): gqlgen's transport writes a response with
-// encoding/json, which validates and compacts the whole of its data again,
-// while a direct answer's data is written compact and escaped as
+// answerBody hands the transport a stand-in for resp, a direct answer
+// without errors, and keeps resp's body, written here with its extensions
+// (the operation's cost and position, when known), for serve to send in
+// its place (requestErrorWriter): gqlgen's transport writes a response
+// with encoding/json, which validates and compacts the whole of its data
+// again, while a direct answer's data is written compact and escaped as
 // encoding/json escapes it (<, >, &, U+2028 and U+2029 too), so that the
-// body is the executor's, byte for byte. A response that goes out
-// otherwise (over a WebSocket, an event stream) is returned as it is.
-func answerBody(ctx context.Context, resp *graphql.Response) *graphql.Response {
+// body is the executor's, byte for byte. It returns nil for a response
+// that goes out otherwise (over a WebSocket, an event stream), which the
+// caller hands over as it is.
+func answerBody(ctx context.Context, resp *graphql.Response, ext extensions) *graphql.Response {
 	body := takeBuffer()
 	body = append(body, `{"data":`...)
 	body = append(body, resp.Data...)
-	if len(resp.Extensions) > 0 {
+	if ext.hasCost || ext.hasPos {
 		body = append(body, `,"extensions":`...)
-		var ok bool
-		if body, ok = appendExtensions(body, resp.Extensions); !ok {
-			ext, err := json.Marshal(resp.Extensions)
-			if err != nil {
-				giveBuffer(body)
-				return resp
-			}
-			body = append(body, ext...)
-		}
+		body = ext.append(body)
 	}
 	body = append(body, '}')
 	if !recordOf(ctx).setBody(body) {
 		giveBuffer(body)
-		return resp
+		return nil
 	}
 	giveBuffer(resp.Data)
 	return &graphql.Response{Data: json.RawMessage("null")}
 }
 
-// appendExtensions appends ext as encoding/json marshals it when it holds
-// only what a direct answer's extensions hold, its cost and position;
-// otherwise it appends nothing and returns false.
-func appendExtensions(b []byte, ext map[string]any) ([]byte, bool) {
-	start, n := len(b), 0
+// extensions are what a response's extensions hold: its cost and its
+// position, each when known.
+type extensions struct {
+	cost            Cost
+	pos             snapshot.Position
+	hasCost, hasPos bool
+}
+
+// append appends the extensions as encoding/json marshals them in a
+// response: an object of cost and position, in that order.
+func (e extensions) append(b []byte) []byte {
 	b = append(b, '{')
-	for _, key := range [...]string{"cost", "position"} {
-		v, ok := ext[key]
-		if !ok {
-			continue
-		}
-		if n++; n > 1 {
-			b = append(b, ',')
-		}
-		switch v := v.(type) {
-		case Cost:
-			b = append(b, `"cost":{"requested":`...)
-			b = strconv.AppendInt(b, int64(v.Requested), 10)
-			b = append(b, `,"limit":`...)
-			b = strconv.AppendInt(b, int64(v.Limit), 10)
-		case snapshot.Position:
-			b = append(b, `"position":{"source":`...)
-			b = appendQuoted(b, v.Source)
-			b = append(b, `,"revision":`...)
-			b = strconv.AppendInt(b, v.Revision, 10)
-		default:
-			return b[:start], false
-		}
+	if e.hasCost {
+		b = append(b, `"cost":{"requested":`...)
+		b = strconv.AppendInt(b, int64(e.cost.Requested), 10)
+		b = append(b, `,"limit":`...)
+		b = strconv.AppendInt(b, int64(e.cost.Limit), 10)
 		b = append(b, '}')
 	}
-	if n != len(ext) {
-		return b[:start], false
+	if e.hasPos {
+		if e.hasCost {
+			b = append(b, ',')
+		}
+		b = append(b, `"position":{"source":`...)
+		b = appendQuoted(b, e.pos.Source)
+		b = append(b, `,"revision":`...)
+		b = strconv.AppendInt(b, e.pos.Revision, 10)
+		b = append(b, '}')
 	}
-	return append(b, '}'), true
+	return append(b, '}')
+}
+
+// set puts the extensions in resp's, for a response written otherwise.
+func (e extensions) set(resp *graphql.Response) {
+	if !e.hasCost && !e.hasPos {
+		return
+	}
+	if resp.Extensions == nil {
+		resp.Extensions = map[string]any{}
+	}
+	if e.hasCost {
+		resp.Extensions["cost"] = e.cost
+	}
+	if e.hasPos {
+		resp.Extensions["position"] = e.pos
+	}
 }
 
 // directWriter writes one operation's data. Its methods return false as
@@ -284,7 +290,7 @@ func (w *directWriter) query(fields []graphql.CollectedField) bool {
 		case "__typename":
 			w.b = appendQuoted(w.b, "Query")
 		case "run", "node":
-			a := evalArgs(f, w.oc.Variables)
+			a := w.l.argsOf(f, w.oc)
 			id := a.id("id")
 			if a.bad {
 				return false
@@ -295,7 +301,7 @@ func (w *directWriter) query(fields []graphql.CollectedField) bool {
 			}
 			return w.snapshot(f.Selections, snap)
 		case "runs":
-			a := evalArgs(f, w.oc.Variables)
+			a := w.l.argsOf(f, w.oc)
 			keys, err := runsKeys(a.ids("ids"))
 			if a.bad || err != nil || len(keys) == 0 {
 				// An empty batch reads the position: the executor's.
@@ -459,7 +465,7 @@ func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool 
 // page writes r's children or rounds page, read with the keys the
 // read-ahead asked for.
 func (w *directWriter) page(f graphql.CollectedField, r *snapshot.Run) bool {
-	a := evalArgs(f, w.oc.Variables)
+	a := w.l.argsOf(f, w.oc)
 	first, after := a.int("first"), a.string("after")
 	if a.bad {
 		return false

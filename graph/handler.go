@@ -335,21 +335,12 @@ func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direc
 		recordOf(ctx).refuse("size", fault.ComplexityLimit, msg)
 		resp = &graphql.Response{Errors: gqlerror.List{{Message: msg, Extensions: map[string]any{"code": string(fault.ComplexityLimit)}}}}
 	}
+	var ext extensions
 	if resp != nil {
-		if cost, ok := costOf(ctx); ok {
-			if resp.Extensions == nil {
-				resp.Extensions = map[string]any{}
-			}
-			resp.Extensions["cost"] = cost
-		}
-		if pos, ok := q.rd.Position(); ok {
-			if resp.Extensions == nil {
-				resp.Extensions = map[string]any{}
-			}
-			resp.Extensions["position"] = pos
-			if len(resp.Errors) == 0 {
-				recordOf(ctx).setETag(pos)
-			}
+		ext.cost, ext.hasCost = costOf(ctx)
+		ext.pos, ext.hasPos = q.rd.Position()
+		if ext.hasPos && len(resp.Errors) == 0 {
+			recordOf(ctx).setETag(ext.pos)
 		}
 	}
 	q.ended.Do(func() {
@@ -357,7 +348,12 @@ func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direc
 		q.finish(ctx, resp, direct)
 	})
 	if direct && len(resp.Errors) == 0 {
-		resp = answerBody(ctx, resp)
+		if standIn := answerBody(ctx, resp, ext); standIn != nil {
+			return standIn
+		}
+	}
+	if resp != nil {
+		ext.set(resp)
 	}
 	return resp
 }

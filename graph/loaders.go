@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
@@ -58,6 +59,9 @@ type loaders struct {
 	plan     oneRead
 	planned  bool
 	planOnce sync.Once
+	// args are the operation's fields' arguments (see argsOf).
+	args   map[*ast.Field]*args
+	argsMu sync.Mutex
 }
 
 // journal returns the journal's loaders.

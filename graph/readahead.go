@@ -256,12 +256,12 @@ type pageField struct {
 // oneRead returns the operation's plan as one read (planOneRead), made
 // once: the direct answer asks for it before the walk does.
 func (l *loaders) oneRead(oc *graphql.OperationContext) (oneRead, bool) {
-	l.planOnce.Do(func() { l.plan, l.planned = planOneRead(oc) })
+	l.planOnce.Do(func() { l.plan, l.planned = l.planOneRead(oc) })
 	return l.plan, l.planned
 }
 
 // planOneRead returns the query of oc as one read, when it is one.
-func planOneRead(oc *graphql.OperationContext) (oneRead, bool) {
+func (l *loaders) planOneRead(oc *graphql.OperationContext) (oneRead, bool) {
 	var p oneRead
 	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query {
 		return p, false
@@ -271,7 +271,7 @@ func planOneRead(oc *graphql.OperationContext) (oneRead, bool) {
 		if strings.HasPrefix(f.Name, "__") {
 			continue
 		}
-		a := evalArgs(f, oc.Variables)
+		a := l.argsOf(f, oc)
 		switch f.Name {
 		case "run", "node":
 			p.ids = append(p.ids, a.id("id"))
@@ -282,7 +282,7 @@ func planOneRead(oc *graphql.OperationContext) (oneRead, bool) {
 		default:
 			return p, false
 		}
-		if a.bad || !runsReadOnce(oc, f, &p) {
+		if a.bad || !l.runsReadOnce(oc, f, &p) {
 			return p, false
 		}
 		reads = true
@@ -292,7 +292,7 @@ func planOneRead(oc *graphql.OperationContext) (oneRead, bool) {
 
 // runsReadOnce adds to p the page fields that f, a root field of runs,
 // selects on a Run, and reports whether those are all it reads.
-func runsReadOnce(oc *graphql.OperationContext, f graphql.CollectedField, p *oneRead) bool {
+func (l *loaders) runsReadOnce(oc *graphql.OperationContext, f graphql.CollectedField, p *oneRead) bool {
 	for _, t := range []string{"Run", "MissingRun"} {
 		for _, g := range collectFields(oc, f.Selections, implementors()[t]) {
 			if _, batched := batchFields[t+"."+g.Name]; !batched {
@@ -301,7 +301,7 @@ func runsReadOnce(oc *graphql.OperationContext, f graphql.CollectedField, p *one
 				}
 				continue
 			}
-			a := evalArgs(g, oc.Variables)
+			a := l.argsOf(g, oc)
 			kind := map[string]cursor.Kind{"children": cursor.Children, "rounds": cursor.Rounds}[g.Name]
 			first, after := a.int("first"), a.string("after")
 			if t != "Run" || kind == "" || a.bad || mayRead(oc, g) {
@@ -379,7 +379,7 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 				for _, f := range collectFields(oc, lv.sel, implementors()[name]) {
 					key := name + "." + f.Name
 					if bf, ok := batchFields[key]; ok {
-						a := evalArgs(f, oc.Variables)
+						a := l.argsOf(f, oc)
 						values := bf.want(l, objs, a)
 						complete = complete && !a.bad
 						below = below || mayRead(oc, f)
@@ -492,6 +492,22 @@ func byType(objs []any) []typeGroup {
 type args struct {
 	m   map[string]any
 	bad bool
+}
+
+// argsOf returns f's arguments, evaluated once per operation: the plan of
+// one read, the walk and the direct answer each ask for them.
+func (l *loaders) argsOf(f graphql.CollectedField, oc *graphql.OperationContext) *args {
+	l.argsMu.Lock()
+	defer l.argsMu.Unlock()
+	if a, ok := l.args[f.Field]; ok {
+		return a
+	}
+	a := evalArgs(f, oc.Variables)
+	if l.args == nil {
+		l.args = map[*ast.Field]*args{}
+	}
+	l.args[f.Field] = a
+	return a
 }
 
 // evalArgs evaluates f's arguments. The operation was validated, so the
