@@ -247,6 +247,9 @@ type oneRead struct {
 	pages []pageField
 }
 
+// pageKinds are the Run fields that are pages of runs, by name.
+var pageKinds = map[string]cursor.Kind{"children": cursor.Children, "rounds": cursor.Rounds}
+
 type pageField struct {
 	kind  cursor.Kind
 	first *int
@@ -302,7 +305,7 @@ func (l *loaders) runsReadOnce(oc *graphql.OperationContext, f graphql.Collected
 				continue
 			}
 			a := l.argsOf(g, oc)
-			kind := map[string]cursor.Kind{"children": cursor.Children, "rounds": cursor.Rounds}[g.Name]
+			kind := pageKinds[g.Name]
 			first, after := a.int("first"), a.string("after")
 			if t != "Run" || kind == "" || a.bad || mayRead(oc, g) {
 				return false
