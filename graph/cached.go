@@ -82,9 +82,7 @@ func (e *endpoint) answerCached(w http.ResponseWriter, r *http.Request, params c
 		resp = rh(rctx)
 	}
 	rec := recordOf(ctx)
-	rec.mu.Lock()
-	rec.takesBody = true
-	rec.mu.Unlock()
+	rec.answersInOneBody()
 	resp = q.respond(ctx, ctx, resp, direct)
 	w.Header().Set("Content-Type", responseMedia(r))
 	if body := rec.takeBody(); body != nil {

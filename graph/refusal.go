@@ -68,6 +68,14 @@ func (r *record) setBody(b []byte) bool {
 	return true
 }
 
+// answersInOneBody says the request is answered in one HTTP body, which a
+// direct answer may write (see setBody).
+func (r *record) answersInOneBody() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.takesBody = true
+}
+
 // takeBody returns the body a direct answer wrote, once.
 func (r *record) takeBody() []byte {
 	r.mu.Lock()
@@ -295,9 +303,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errors as GraphQL over HTTP asks (see requestErrorWriter).
 func (e *endpoint) serve(w http.ResponseWriter, r *http.Request) {
 	rec := recordOf(r.Context())
-	rec.mu.Lock()
-	rec.takesBody = true
-	rec.mu.Unlock()
+	rec.answersInOneBody()
 	rw := &requestErrorWriter{ResponseWriter: w, rec: rec}
 	e.next.ServeHTTP(rw, r)
 	rw.finish()
