@@ -149,11 +149,14 @@ func BenchmarkLoad(b *testing.B) {
 			srv := startLoadServer(b, reader, dsn)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			for _, s := range shapes {
+				// ours is the flowsnap row's CPU per request, server and
+				// backends; 0 when that row did not run in this round.
+				var ours float64
 				b.Run(s.name+"/flowsnap", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
 					served := srv.usage(b)
 					measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.query, s.vars(id)) })
-					cpu.reportServed(b, served, srv.usage(b))
+					ours = cpu.reportServed(b, served, srv.usage(b))
 				})
 				if srv.floor != "" {
 					b.Run(s.name+"/httpFloor", func(b *testing.B) {
@@ -167,7 +170,7 @@ func BenchmarkLoad(b *testing.B) {
 				b.Run(s.name+"/rawSQL", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
 					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
-					cpu.report(b)
+					reportRatio(b, ours, cpu.report(b))
 				})
 				if s.alone == nil {
 					continue
@@ -175,7 +178,7 @@ func BenchmarkLoad(b *testing.B) {
 				b.Run(s.name+"/rawSQLAlone", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
 					measureClients(b, bs, func(id string) error { return rawAlone(db, s.alone, id) })
-					cpu.report(b)
+					reportRatio(b, ours, cpu.report(b))
 				})
 			}
 		})
@@ -529,41 +532,58 @@ func startCPU(b *testing.B, db *store.DB, app string) *cpuMeter {
 
 // reportServed reports the CPU of a GraphQL row: with a server process
 // of its own, its CPU between before and after as cpu-µs/req and this
-// process's (the client's) as client-µs/req.
-func (m *cpuMeter) reportServed(b *testing.B, before, after serverUsage) {
+// process's (the client's) as client-µs/req. It returns the CPU per
+// request that reading the store cost: the server's and its backends'.
+func (m *cpuMeter) reportServed(b *testing.B, before, after serverUsage) float64 {
 	if b.N == 0 || !after.ok {
-		m.report(b)
-		return
+		return m.report(b)
 	}
-	b.ReportMetric((after.cpu-before.cpu)*1e6/float64(b.N), "cpu-µs/req")
+	served := (after.cpu - before.cpu) * 1e6 / float64(b.N)
+	b.ReportMetric(served, "cpu-µs/req")
 	b.ReportMetric((selfCPU()-m.self)*1e6/float64(b.N), "client-µs/req")
 	b.ReportMetric(float64(after.maxRSS)/1024, "srv-maxrss-MiB")
 	b.ReportMetric(float64(after.mallocs-before.mallocs)/float64(b.N), "srv-allocs/req")
 	b.ReportMetric(float64(after.bytes-before.bytes)/float64(b.N), "srv-B/req")
-	m.reportBackends(b)
+	return served + m.reportBackends(b)
 }
 
-func (m *cpuMeter) report(b *testing.B) {
+// report reports this process's CPU per request and its backends', and
+// returns their sum.
+func (m *cpuMeter) report(b *testing.B) float64 {
 	if b.N == 0 {
-		return
+		return 0
 	}
-	b.ReportMetric((selfCPU()-m.self)*1e6/float64(b.N), "cpu-µs/req")
-	m.reportBackends(b)
+	self := (selfCPU() - m.self) * 1e6 / float64(b.N)
+	b.ReportMetric(self, "cpu-µs/req")
+	return self + m.reportBackends(b)
 }
 
-func (m *cpuMeter) reportBackends(b *testing.B) {
+// reportBackends reports the backends' CPU per request and returns it; 0
+// when they cannot be read.
+func (m *cpuMeter) reportBackends(b *testing.B) float64 {
 	if !m.canBackend {
-		return
+		return 0
 	}
 	after, ok := backendCPU(m.db, m.app)
 	if !ok {
-		return
+		return 0
 	}
 	spent := 0.0
 	for pid, t := range after {
 		spent += t - m.backends[pid]
 	}
-	b.ReportMetric(spent*1e6/float64(b.N), "pg-µs/req")
+	spent = spent * 1e6 / float64(b.N)
+	b.ReportMetric(spent, "pg-µs/req")
+	return spent
+}
+
+// reportRatio reports, on a bare SQL row, how many times its CPU per
+// request the flowsnap row of the same shape and round spent (x-flowsnap):
+// the ratio the targets are set in. Nothing when that row did not run.
+func reportRatio(b *testing.B, ours, bare float64) {
+	if ours > 0 && bare > 0 {
+		b.ReportMetric(ours/bare, "x-flowsnap")
+	}
 }
 
 // selfCPU is this process's user and system CPU time, in seconds.
