@@ -533,10 +533,13 @@ func startCPU(b *testing.B, db *store.DB, app string) *cpuMeter {
 // reportServed reports the CPU of a GraphQL row: with a server process
 // of its own, its CPU between before and after as cpu-µs/req and this
 // process's (the client's) as client-µs/req. It returns the CPU per
-// request that reading the store cost: the server's and its backends'.
+// request that reading the store cost, the server's and its backends'; 0
+// when the server runs in this process, whose CPU then counts the client
+// too.
 func (m *cpuMeter) reportServed(b *testing.B, before, after serverUsage) float64 {
 	if b.N == 0 || !after.ok {
-		return m.report(b)
+		m.report(b)
+		return 0
 	}
 	served := (after.cpu - before.cpu) * 1e6 / float64(b.N)
 	b.ReportMetric(served, "cpu-µs/req")
