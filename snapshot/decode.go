@@ -57,6 +57,14 @@ type rawRun struct {
 	edgeParent                                               any
 }
 
+// revisionDest returns the scan destinations of a change row
+// (selectRevisions): the id asked for, its revision and tombstone, and
+// whether the run's row exists.
+func (w *rawRun) revisionDest() []any {
+	ints := store.IntDests(&w.revision, &w.deleted)
+	return []any{store.TextDests(&w.idText)[0], ints[0], ints[1], &w.runID}
+}
+
 // dest returns the scan destinations of w's columns, the integer ones
 // through store.IntDests and the text ones through store.TextDests: read
 // from PostgreSQL, an integer is held as an *int64 (which toInt reads) and

@@ -125,3 +125,28 @@ SELECT q.id, c.revision, c.deleted,
 FROM q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id`
 }
+
+// fromRevision answers id from its change row raw (selectRevisions's),
+// read at pos: the run the cache holds at that revision, or, for an id
+// without a live run (never seen, or a tombstone), what selectRuns's row
+// of it decodes to, which has no run columns either. False when the row
+// must be read whole: a run the cache does not hold at that revision, or
+// anything else, a broken change row included, which is judged there.
+func (c *runCache) fromRevision(raw *rawRun, id string, pos Position) (Result[Snapshot], bool) {
+	r, okRev := toInt(raw.revision)
+	d, okDel := toInt(raw.deleted)
+	switch {
+	case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
+		run, ok := c.get(pos.Source, id, r)
+		if !ok {
+			c.misses.Add(1)
+			return Result[Snapshot]{}, false
+		}
+		return Result[Snapshot]{Value: run}, true
+	case (raw.revision == nil || okDel && d != 0) && raw.runID == nil:
+		raw.id = id
+		v, err := raw.decode(pos)
+		return Result[Snapshot]{Value: v, Err: err}, true
+	}
+	return Result[Snapshot]{}, false
+}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/flowsnap/flowsnap/fault"
-	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
@@ -161,36 +160,19 @@ func (q *querier) cache(distinct []string) *runCache {
 // the ids it did not place.
 func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, distinct []string, out []Result[Snapshot]) ([]string, error) {
 	var raw rawRun
-	ints := store.IntDests(&raw.revision, &raw.deleted)
-	dest := []any{store.TextDests(&raw.idText)[0], ints[0], ints[1], &raw.runID}
 	var misses []string
 	read := 0
-	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(distinct)}, dest, "reading runs' revisions", func() error {
+	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(distinct)}, raw.revisionDest(), "reading runs' revisions", func() error {
 		i, err := slot(first, raw.idText, out)
 		if err != nil {
 			return err
 		}
 		read++
-		pos := q.pos()
-		r, okRev := toInt(raw.revision)
-		d, okDel := toInt(raw.deleted)
-		switch {
-		case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
-			if run, ok := c.get(pos.Source, ids[i], r); ok {
-				out[i].Value = run
-				return nil
-			}
-			c.misses.Add(1)
-		case (raw.revision == nil || okDel && d != 0) && raw.runID == nil:
-			// Never seen, or a tombstone: decoded as selectRuns's row of
-			// it would be, which has no run columns either.
-			raw.id = ids[i]
-			out[i].Value, out[i].Err = raw.decode(pos)
-			return nil
+		if res, ok := c.fromRevision(&raw, ids[i], q.pos()); ok {
+			out[i] = res
+		} else {
+			misses = append(misses, ids[i])
 		}
-		// Anything else, a broken change row included, is read whole
-		// and judged there.
-		misses = append(misses, ids[i])
 		return nil
 	})
 	if err != nil {
@@ -225,31 +207,18 @@ func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, e
 	defer rows.Close()
 	rd.statements++
 	var raw rawRun
-	ints := store.IntDests(&raw.revision, &raw.deleted)
-	if !rows.Next() || rows.Scan(store.TextDests(&raw.idText)[0], ints[0], ints[1], &raw.runID) != nil || raw.rowID() != id {
+	if !rows.Next() || rows.Scan(raw.revisionDest()...) != nil || raw.rowID() != id {
 		return false, nil
 	}
 	pos, err := checkPosition(src, rev)
 	if err != nil || pos.Revision < rd.min || rd.r.sameSource(pos.Source) != nil {
 		return false, nil
 	}
-	r, okRev := toInt(raw.revision)
-	d, okDel := toInt(raw.deleted)
-	switch {
-	case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
-		run, ok := c.get(pos.Source, id, r)
-		if !ok {
-			c.misses.Add(1)
-			return false, nil
-		}
-		out[i].Value = run
-	case (raw.revision == nil || okDel && d != 0) && raw.runID == nil:
-		// Never seen, or a tombstone: as cachedRuns answers it.
-		raw.id = id
-		out[i].Value, out[i].Err = raw.decode(pos)
-	default:
+	res, ok := c.fromRevision(&raw, id, pos)
+	if !ok {
 		return false, nil
 	}
+	out[i] = res
 	// The statement run alone was the read's: what openAlone and
 	// aloneRows.Scan record of one.
 	rd.statements++
