@@ -37,6 +37,10 @@ const (
 // retry. Details carries the revision that was available.
 const Stale Code = "STALE"
 
+// SubscriptionLimit: the server already serves as many subscriptions as it
+// may.
+const SubscriptionLimit Code = "SUBSCRIPTION_LIMIT"
+
 // Error is an error with a code. Message is safe to show a client; Err, when
 // set, is the underlying cause, for logs only.
 type Error struct {
