@@ -15,7 +15,7 @@ import (
 )
 
 // MinRevisionHeader is the request header that carries a client's minimum
-// revision (SPEC §9), as extensions.minRevision does.
+// revision (docs/contract.md#replicas), as extensions.minRevision does.
 const MinRevisionHeader = "Flowsnap-Min-Revision"
 
 type minHeaderKey struct{}

@@ -8,7 +8,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
 
-// TestClientConventions checks SPEC §3.1 on the wire: Relay's object
+// TestClientConventions checks docs/contract.md#client-conventions on the wire: Relay's object
 // identification and PageInfo, nullable connections and after: "".
 func TestClientConventions(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {

@@ -33,7 +33,7 @@ const (
 )
 
 // Stale: no copy of the store flowsnap may read has reached the revision a
-// request asked for (SPEC §9) within the time it may wait; the client may
+// request asked for (docs/contract.md#replicas) within the time it may wait; the client may
 // retry. Details carries the revision that was available.
 const Stale Code = "STALE"
 

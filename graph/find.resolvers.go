@@ -36,7 +36,7 @@ func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter
 		req.Order = *order
 	}
 	if after != nil && *after == "" {
-		req.After = nil // SPEC §3.1: an empty cursor is no cursor
+		req.After = nil // docs/contract.md#client-conventions: an empty cursor is no cursor
 	}
 	page, err := r.Reader.ListRuns(ctx, req)
 	if err != nil {
