@@ -30,7 +30,7 @@
 //	revision uvarint, 1..2^53-1: the store revision the page was read at
 //
 // A cursor carries the revision it was issued at so that a page after it is
-// never read at an older position (SPEC §9): a cursor without a revision
+// never read at an older position (docs/contract.md#replicas): a cursor without a revision
 // (Revision 0) is written as version 1, and a version 2 cursor with revision 0
 // is refused, so each cursor still has one spelling. Version 1 cursors stay
 // valid; they carry no minimum. A children cursor of a 32-character source with

@@ -16,7 +16,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
-// RunFilter selects runs (SPEC §5). Fields combine with AND, the values of a
+// RunFilter selects runs (docs/contract.md#listing). Fields combine with AND, the values of a
 // list with OR; a nil field does not filter. An empty list, or a created
 // range that is empty, selects nothing.
 type RunFilter struct {

@@ -81,7 +81,7 @@ func (f *fixture) runIDs(t *testing.T, query string) []string {
 	return ids
 }
 
-// matches is the brute-force reading of a filter (SPEC §5).
+// matches is the brute-force reading of a filter (docs/contract.md#listing).
 func matches(f snapshot.RunFilter, r *snapshot.Run) bool {
 	eq := func(want *string, got *string) bool { return want == nil || (got != nil && *got == *want) }
 	var reason *string

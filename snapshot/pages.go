@@ -14,7 +14,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
-// Page sizes of related pages (SPEC §2.3).
+// Page sizes of related pages (docs/contract.md#snapshots).
 const (
 	DefaultPageSize = 100
 	MaxPageSize     = 200
@@ -235,7 +235,7 @@ LEFT JOIN flows_runs r ON r.run_id = q.id
 ORDER BY q.w, q.ord, q.id`
 }
 
-// runLists are the related lists of runs (SPEC §2.3). SQLite does not seek
+// runLists are the related lists of runs (docs/contract.md#snapshots). SQLite does not seek
 // an expression index with a row value, only with a plain bound: the rounds
 // query repeats the ordinal's lower bound on its own.
 var runLists = map[cursor.Kind]pageList{
