@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -14,36 +16,25 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/gcpace"
 	"github.com/flowsnap/flowsnap/live"
+	"github.com/flowsnap/flowsnap/opscli"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 )
 
-// env is a flag's environment twin, read through the getenv run was given
-// rather than the process environment, so tests can set it.
-type env struct {
-	getenv func(string) string
-	key    string
+// opsHooks let tests fix the ops commands' clock, how soon watch
+// reconnects and where it says so; a binary leaves them zero.
+var opsHooks struct {
+	now    func() time.Time
+	retry  time.Duration
+	stderr io.Writer
 }
-
-func (e env) Lookup() (string, bool) {
-	v := e.getenv(e.key)
-	return v, v != ""
-}
-func (e env) String() string   { return "environment variable " + e.key }
-func (e env) GoString() string { return "env{" + e.key + "}" }
-func (e env) IsFromEnv() bool  { return true }
-
-// Key names the variable, so that --help shows it beside the flag.
-func (e env) Key() string { return e.key }
 
 // newCommand builds flowsnap's command line (README.md). Every flag has an
 // environment twin named FLOWSNAP_ and the flag in upper case. ready, when
 // not nil, receives the address a server listens on once it accepts
 // connections.
 func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr string)) *cli.Command {
-	twin := func(key string) cli.ValueSourceChain {
-		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
-	}
+	twin := func(key string) cli.ValueSourceChain { return opscli.Twin(getenv, key) }
 	// Each command gets flags of its own: a flag shared between the demo and a
 	// subcommand loses the value its environment twin gave it.
 	dbFlag := func() cli.Flag {
@@ -136,7 +127,9 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 				serve: serveConfig(cmd),
 			})
 		},
-		Commands: []*cli.Command{
+		// `flowsnap completion bash|zsh|fish|pwsh` prints a completion script.
+		EnableShellCompletion: true,
+		Commands: append([]*cli.Command{
 			{
 				Name:  "serve",
 				Usage: "serve an existing engine store, read-only",
@@ -212,7 +205,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					return err
 				},
 			},
-		},
+		}, opscli.Commands(opscli.Options{Getenv: getenv, Stdout: stdout, Stderr: cmp.Or[io.Writer](opsHooks.stderr, os.Stderr),
+			Now: opsHooks.now, Retry: opsHooks.retry})...),
 	}
 }
 
