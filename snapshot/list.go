@@ -158,7 +158,6 @@ func (f RunFilter) empty() bool {
 		(f.FinishedAfter != nil && f.FinishedBefore != nil && *f.FinishedAfter >= *f.FinishedBefore)
 }
 
-
 // listQuery is a filter as SQL: a WHERE per branch (one per combination of
 // list values, each a range of one index) and the arguments they share.
 type listQuery struct {
