@@ -2,6 +2,7 @@ package graph
 
 import (
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // The cost of the fields that read many values: a page or a batch costs its
@@ -60,12 +61,48 @@ func findComplexity(c *ComplexityRoot) {
 	// A count reads up to upTo index entries: a hundred of them cost what
 	// one run does.
 	c.Query.CountRuns = func(child int, _ *snapshot.RunFilter, upTo *int64) int {
-		n := int64(snapshot.DefaultCountUpTo)
-		if upTo != nil && *upTo > 0 {
-			n = *upTo
-		}
-		return 1 + int(min(n, snapshot.MaxCountUpTo)/100)
+		return countCost(upTo)
 	}
+	// runStats is one bounded count per status it counts
+	// (docs/contract.md#ops-api).
+	c.Query.RunStats = func(child int, filter *snapshot.RunFilter, upTo *int64) int {
+		var statuses []vocab.Status
+		if filter != nil {
+			statuses = filter.Status
+		}
+		return max(1, len(snapshot.StatsStatuses(statuses))*countCost(upTo))
+	}
+	// A page of flow names costs an index seek per name.
+	c.Query.Flows = func(child int, first *int, _ *string, _ *string) int {
+		n := snapshot.DefaultPageSize
+		if first != nil && *first > 0 {
+			n = *first
+		}
+		return 1 + n
+	}
+}
+
+// countArgs are a count's arguments with their defaults: no filter, and
+// DefaultCountUpTo.
+func countArgs(filter *snapshot.RunFilter, upTo *int64) (snapshot.RunFilter, int64) {
+	var f snapshot.RunFilter
+	if filter != nil {
+		f = *filter
+	}
+	n := int64(snapshot.DefaultCountUpTo)
+	if upTo != nil {
+		n = *upTo
+	}
+	return f, n
+}
+
+// countCost is what a count up to upTo costs.
+func countCost(upTo *int64) int {
+	n := int64(snapshot.DefaultCountUpTo)
+	if upTo != nil && *upTo > 0 {
+		n = *upTo
+	}
+	return 1 + int(min(n, snapshot.MaxCountUpTo)/100)
 }
 
 // BatchCost is the cost of a batch of n runs with a selection costing

@@ -48,14 +48,7 @@ func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter
 
 // CountRuns is the resolver for the countRuns field.
 func (r *queryResolver) CountRuns(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) (*snapshot.RunCount, error) {
-	var f snapshot.RunFilter
-	if filter != nil {
-		f = *filter
-	}
-	n := int64(snapshot.DefaultCountUpTo)
-	if upTo != nil {
-		n = *upTo
-	}
+	f, n := countArgs(filter, upTo)
 	c, err := r.Reader.CountRuns(ctx, f, n)
 	if err != nil {
 		return nil, err
