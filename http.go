@@ -21,6 +21,9 @@ import (
 	"github.com/flowsnap/flowsnap/web"
 )
 
+// serveOptions is the configuration of serve and of the demo's server:
+// each field bound to its flag and environment twin (binder.serveFlags),
+// passed whole.
 type serveOptions struct {
 	addr            string
 	timeout         time.Duration
@@ -43,9 +46,10 @@ type serveOptions struct {
 	// debugAddr, when set, is where pprof and runtime metrics are served,
 	// apart from the public listener.
 	debugAddr string
-	// gcPace, when set, sets the garbage collector's percent (package
-	// gcpace).
-	gcPace func()
+	// gcPercent is --gc-percent; gcPace, when set, sets the garbage
+	// collector's percent from it (package gcpace).
+	gcPercent int
+	gcPace    func()
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
