@@ -74,6 +74,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					}
 					return nil
 				}},
+			&cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it)", Sources: twin("FLOWSNAP_STALE_AFTER"), Local: true},
 			&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
 			&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
 			&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
@@ -100,6 +101,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			replica:         replicaConfig(cmd),
 			ready:           ready,
 
+			staleAfter:       cmd.Duration("stale-after"),
 			liveInterval:     cmd.Duration("live-interval"),
 			maxSubscriptions: int(cmd.Int("max-subscriptions")),
 			gcPace: func() {
