@@ -131,4 +131,3 @@ func TestRunActivityRefusals(t *testing.T) {
 		t.Fatalf("200 buckets: %v", err)
 	}
 }
-
