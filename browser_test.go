@@ -278,6 +278,13 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !strings.Contains(facts, "host-a pid 42") {
 			t.Fatalf("facts = %q", facts)
 		}
+		// A write to another run moves the store, and the header's
+		// revision follows it although this run did not change.
+		if err := w.CreateRun(bg, engine.NewRun{ID: "other-run", FlowName: "live-flow"}); err != nil {
+			t.Fatal(err)
+		}
+		rev := fmt.Sprint(api(t, base, `{ position { revision } }`, nil)["position"].(map[string]any)["revision"])
+		run(t, chromedp.Poll(`document.querySelector('#position strong')?.textContent === `+jsString(rev), nil, chromedp.WithPollingTimeout(20*time.Second)))
 	})
 
 	t.Run("the pause holds updates back until resumed", func(t *testing.T) {

@@ -271,6 +271,12 @@ func TestDashboardTriage(t *testing.T) {
 		if attempts != "2 attempts of 2 allowed" {
 			t.Errorf("attempts read %q", attempts)
 		}
+		// Durations in two units, from the frozen clock.
+		var sub string
+		step(t, ctx, chromedp.Text(`.subtitle`, &sub))
+		if !strings.Contains(sub, "finished 6 min 14 s ago after 4 min 44 s") {
+			t.Errorf("the subtitle reads %q", sub)
+		}
 		var top float64
 		step(t, ctx, chromedp.EmulateViewport(1280, 800), chromedp.Evaluate(`document.getElementById('failure-error').getBoundingClientRect().bottom`, &top))
 		if top > 800 {
@@ -298,6 +304,37 @@ func TestDashboardTriage(t *testing.T) {
 		step(t, ctx, chromedp.Text(`#run-title`, &title))
 		if !strings.Contains(title, target) {
 			t.Errorf("the search for %s opened %q", target, title)
+		}
+	})
+
+	t.Run("the list filters and orders by finish time and offers the API's flows", func(t *testing.T) {
+		after := time.UnixMilli(engine.DefaultSeedNow - 6*3_600_000).UTC()
+		f := map[string]any{"finishedAfter": after.Format(time.RFC3339)}
+		want := ids(api(t, base, `query($f: RunFilter) { listRuns(filter: $f, order: FINISHED_NEWEST_FIRST, first: 25) { edges { node { ... on Run { id } } } } }`, map[string]any{"f": f})["listRuns"])
+		if len(want) == 0 {
+			t.Fatal("no run finished in the seeded history's last six hours")
+		}
+		step(t, ctx, chromedp.Navigate(base+"/#/?order=FINISHED_NEWEST_FIRST&finishedAfter="+after.Format("2006-01-02T15:04:05")), chromedp.WaitVisible(`a.run-link`))
+		var got []string
+		step(t, ctx, chromedp.Poll(`document.querySelectorAll('a.run-link').length === `+fmt.Sprint(len(want)), nil, chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(`[...document.querySelectorAll('a.run-link')].map((a) => a.textContent)`, &got))
+		if !slices.Equal(got, want) {
+			t.Fatalf("the list shows %v, want %v", got, want)
+		}
+		var order, field string
+		step(t, ctx, chromedp.Value(`#f-order`, &order), chromedp.Value(`#f-finishedAfter`, &field))
+		// The field spells whole minutes without their seconds.
+		if order != "FINISHED_NEWEST_FIRST" || !strings.HasPrefix(after.Format("2006-01-02T15:04:05"), field) {
+			t.Errorf("the form shows order %q, finished after %q", order, field)
+		}
+		var offered []string
+		step(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#flow-names option')].map((o) => o.value)`, &offered))
+		var flows []string
+		for _, n := range api(t, base, `{ flows(first: 200) { nodes } }`, nil)["flows"].(map[string]any)["nodes"].([]any) {
+			flows = append(flows, n.(string))
+		}
+		if len(flows) == 0 || !slices.Equal(offered, flows) {
+			t.Errorf("the flow field offers %v, the API's flows are %v", offered, flows)
 		}
 	})
 
@@ -430,6 +467,7 @@ func TestDashboardTriage(t *testing.T) {
 			"list":          "/",
 			"filtered list": "/#/?status=FAILED&flowName=checkout&rootsOnly=1",
 			"list filters":  "/#/?status=RUNNING&stale=1",
+			"finished list": "/#/?order=FINISHED_NEWEST_FIRST&finishedAfter=2026-10-30T00:00:00",
 			"overview":      "/#/overview",
 			"overview 7d":   "/#/overview?range=7d&flow=checkout",
 			"failed run":    "/#/run/" + triageRun,
