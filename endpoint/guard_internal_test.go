@@ -51,8 +51,8 @@ func TestThePrescanRefusesNoMoreThanTheParsedDocumentChecks(t *testing.T) {
 			aliases := 0
 			if errs := validator.Validate(es.Schema(), doc); len(errs) == 0 {
 				for _, op := range doc.Operations {
-					w := shapeWalk{fragments: map[string]shape{}}
-					aliases = max(aliases, w.shape(op.SelectionSet).aliases)
+					w := operationWalk{ctx: context.Background(), es: es, schema: es.Schema(), fragments: map[string]*measure{}}
+					aliases = max(aliases, w.set(op.SelectionSet).aliases)
 				}
 			} else {
 				aliases = opts.MaxAliases + 1 // refused as invalid

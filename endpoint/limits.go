@@ -17,9 +17,8 @@ import (
 // to plan, which complexity alone does not (a thousand aliases of a cheap
 // field, or a query nested a hundred levels deep).
 //
-// Each walk measures a fragment once and reuses the result at every spread
-// of it, so a chain of fragments each spreading the next twice costs its
-// length, not two to the power of it.
+// The operation's selection set is walked once for all of them, and for the
+// least revision its arguments ask for (operationWalk).
 type shapeLimit struct {
 	es   graphql.ExecutableSchema
 	opts Options
@@ -48,16 +47,16 @@ func (l shapeLimit) MutateOperationContext(ctx context.Context, rc *graphql.Oper
 	if ctx.Err() != nil {
 		return timeoutError(ctx, l.opts)
 	}
-	w := shapeWalk{fragments: map[string]shape{}}
-	s := w.shape(rc.Operation.SelectionSet)
+	w := operationWalk{ctx: ctx, es: l.es, schema: l.es.Schema(), vars: rc.Variables, fragments: map[string]*measure{}}
+	m := w.set(rc.Operation.SelectionSet)
+	rc.Stats.SetExtension(minRevisionKey, m.minRevision)
 	switch {
-	case s.depth > l.opts.MaxDepth:
-		return refuse(ctx, "depth", "the operation is nested %d fields deep, more than the limit of %d", s.depth, l.opts.MaxDepth)
-	case s.aliases > l.opts.MaxAliases:
-		return refuse(ctx, "size", "the operation has %d aliased fields, more than the limit of %d", s.aliases, l.opts.MaxAliases)
+	case m.depth > l.opts.MaxDepth:
+		return refuse(ctx, "depth", "the operation is nested %d fields deep, more than the limit of %d", m.depth, l.opts.MaxDepth)
+	case m.aliases > l.opts.MaxAliases:
+		return refuse(ctx, "size", "the operation has %d aliased fields, more than the limit of %d", m.aliases, l.opts.MaxAliases)
 	}
-	cw := costWalk{ctx: ctx, es: l.es, schema: l.es.Schema(), vars: rc.Variables, fragments: map[string]int{}}
-	cost := Cost{Requested: cw.set(rc.Operation.SelectionSet), Limit: l.opts.ComplexityLimit}
+	cost := Cost{Requested: m.cost, Limit: l.opts.ComplexityLimit}
 	rc.Stats.SetExtension(costKey, &cost)
 	if cost.Requested > cost.Limit {
 		err := refuse(ctx, "complexity", "the operation costs %d, more than the limit of %d", cost.Requested, cost.Limit)
@@ -79,92 +78,78 @@ func costOf(ctx context.Context) (Cost, bool) {
 	return *c, true
 }
 
-type shape struct{ depth, aliases int }
-
-type shapeWalk struct {
-	// fragments holds each fragment's shape once measured; a fragment on
-	// the current path is marked with depth -1 (a cycle, which validation
-	// already refuses).
-	fragments map[string]shape
+// measure is what the walk of a selection set finds: how deeply its fields
+// nest, its aliased fields, its cost, and the least revision its cursors
+// and change feeds ask for (see minRevision).
+type measure struct {
+	depth, aliases, cost int
+	minRevision          int64
 }
 
-func (w *shapeWalk) shape(set ast.SelectionSet) shape {
-	var out shape
+// operationWalk is the one walk of a validated operation's selection set,
+// made once per operation before anything executes. Each fragment is
+// measured once and its measure reused at every spread of it, so a chain of
+// fragments each spreading the next twice costs its length, not two to the
+// power of it; a fragment spread inside itself (a cycle, which validation
+// refuses) measures nothing.
+//
+// Cost counts data fields as the schema's complexity functions say
+// (connections first × their selection); meta-fields (__typename,
+// introspection) cost nothing, though their depth and aliases count.
+type operationWalk struct {
+	ctx    context.Context
+	es     graphql.ExecutableSchema
+	schema *ast.Schema
+	vars   map[string]any
+	// fragments holds each fragment's measure once made; nil while it is
+	// being made.
+	fragments map[string]*measure
+}
+
+func (w *operationWalk) set(set ast.SelectionSet) measure {
+	var out measure
 	for _, sel := range set {
-		var s shape
+		var m measure
 		switch x := sel.(type) {
 		case *ast.Field:
-			s = w.shape(x.SelectionSet)
-			s.depth++
-			if x.Alias != "" && x.Alias != x.Name {
-				s.aliases = safeAdd(s.aliases, 1)
-			}
+			m = w.field(x)
 		case *ast.InlineFragment:
-			s = w.shape(x.SelectionSet)
+			m = w.set(x.SelectionSet)
 		case *ast.FragmentSpread:
 			if x.Definition == nil {
 				continue
 			}
-			m, ok := w.fragments[x.Name]
+			f, ok := w.fragments[x.Name]
 			if !ok {
-				w.fragments[x.Name] = shape{depth: -1}
-				m = w.shape(x.Definition.SelectionSet)
-				w.fragments[x.Name] = m
+				w.fragments[x.Name] = nil
+				made := w.set(x.Definition.SelectionSet)
+				f = &made
+				w.fragments[x.Name] = f
 			}
-			if m.depth < 0 {
+			if f == nil {
 				continue
 			}
-			s = m
+			m = *f
 		}
-		out.depth = max(out.depth, s.depth)
-		out.aliases = safeAdd(out.aliases, s.aliases)
+		out.depth = max(out.depth, m.depth)
+		out.aliases = safeAdd(out.aliases, m.aliases)
+		out.cost = safeAdd(out.cost, m.cost)
+		out.minRevision = max(out.minRevision, m.minRevision)
 	}
 	return out
 }
 
-// costWalk computes an operation's complexity: data fields cost what the
-// schema's complexity functions say (connections first × their selection),
-// meta-fields (__typename, introspection) cost nothing, and each fragment
-// is costed once.
-type costWalk struct {
-	ctx       context.Context
-	es        graphql.ExecutableSchema
-	schema    *ast.Schema
-	vars      map[string]any
-	fragments map[string]int
-}
-
-func (w *costWalk) set(set ast.SelectionSet) int {
-	total := 0
-	for _, sel := range set {
-		switch s := sel.(type) {
-		case *ast.Field:
-			total = safeAdd(total, w.field(s))
-		case *ast.InlineFragment:
-			total = safeAdd(total, w.set(s.SelectionSet))
-		case *ast.FragmentSpread:
-			if s.Definition == nil {
-				continue
-			}
-			c, ok := w.fragments[s.Name]
-			if !ok {
-				w.fragments[s.Name] = 0 // a cycle costs nothing; validation refuses it
-				c = w.set(s.Definition.SelectionSet)
-				w.fragments[s.Name] = c
-			}
-			total = safeAdd(total, c)
-		}
+func (w *operationWalk) field(f *ast.Field) measure {
+	m := w.set(f.SelectionSet)
+	child := m.cost
+	m.depth++
+	if f.Alias != "" && f.Alias != f.Name {
+		m.aliases = safeAdd(m.aliases, 1)
 	}
-	return total
-}
-
-func (w *costWalk) field(f *ast.Field) int {
+	m.minRevision = max(m.minRevision, argumentRevision(f, w.vars))
+	m.cost = 0
 	if len(f.Name) >= 2 && f.Name[:2] == "__" || f.Definition == nil || f.ObjectDefinition == nil {
-		return 0
-	}
-	child := 0
-	if len(f.SelectionSet) > 0 {
-		child = w.set(f.SelectionSet)
+		return m
 	}
 	var args map[string]any
 	if len(f.Definition.Arguments) > 0 {
@@ -172,24 +157,24 @@ func (w *costWalk) field(f *ast.Field) int {
 		// every field would otherwise allocate.
 		args = f.ArgumentMap(w.vars)
 	}
+	if cost, ok := argCosts[f.ObjectDefinition.Name+"."+f.Name]; ok {
+		if c, ok := cost(child, args); ok {
+			m.cost = c
+			return m
+		}
+	}
 	owners := []*ast.Definition{f.ObjectDefinition}
 	if f.ObjectDefinition.Kind == ast.Interface || f.ObjectDefinition.Kind == ast.Union {
 		owners = w.schema.GetPossibleTypes(f.ObjectDefinition)
 	}
-	if cost, ok := argCosts[f.ObjectDefinition.Name+"."+f.Name]; ok {
-		if c, ok := cost(child, args); ok {
-			return c
-		}
-	}
-	worst := 0
 	for _, t := range owners {
 		c, ok := w.es.Complexity(w.ctx, t.Name, f.Name, child, args)
 		if !ok || c < 1 {
 			c = safeAdd(1, child)
 		}
-		worst = max(worst, c)
+		m.cost = max(m.cost, c)
 	}
-	return worst
+	return m
 }
 
 // argCosts are the costs of fields, keyed "Type.field", that are computed

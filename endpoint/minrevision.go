@@ -40,9 +40,10 @@ func withMinHeader(r *http.Request) *http.Request {
 // minRevision returns the least revision the operation must read at: the
 // largest of the request's Flowsnap-Min-Revision header, its
 // extensions.minRevision, the revision of every cursor the operation
-// continues after (any argument named after), and the since of a change
-// feed (a replica behind it must not answer SOURCE_CHANGED), so that neither a client that
-// sends the last revision it saw nor one that pages sees an older one. A
+// continues after, and the since of a change feed (a replica behind it must
+// not answer SOURCE_CHANGED) — the last two found by the operation's one
+// walk (argumentRevision) — so that neither a client that sends the last
+// revision it saw nor one that pages sees an older one. A
 // malformed header or extension is BAD_USER_INPUT; a malformed cursor is
 // left to the field that reads it.
 func minRevision(ctx context.Context) (int64, error) {
@@ -65,51 +66,39 @@ func minRevision(ctx context.Context) (int64, error) {
 		}
 		min = max(min, n)
 	}
-	if oc.Operation != nil {
-		seen := map[string]bool{}
-		walkAfter(oc.Doc, oc.Operation.SelectionSet, oc.Variables, seen, func(s string) {
-			if c, err := cursor.Decode(s); err == nil {
-				min = max(min, c.Revision)
-			}
-		}, func(since int64) { min = max(min, since) })
+	if m, ok := oc.Stats.GetExtension(minRevisionKey).(int64); ok {
+		min = max(min, m)
 	}
 	return min, nil
 }
 
-// walkAfter calls fn with the value of every string argument named after
-// in set, and since with the since of every changes field, fragments
-// included (each named fragment once).
-func walkAfter(doc *ast.QueryDocument, set ast.SelectionSet, vars map[string]any, seen map[string]bool, fn func(string), since func(int64)) {
-	for _, sel := range set {
-		switch s := sel.(type) {
-		case *ast.Field:
-			if a := s.Arguments.ForName("after"); a != nil && a.Value != nil {
-				if v, err := a.Value.Value(vars); err == nil {
-					if str, ok := v.(string); ok && str != "" {
-						fn(str)
-					}
+// minRevisionKey holds, in an operation context's stats, the least
+// revision its arguments ask for, which operationWalk finds.
+const minRevisionKey = "flowsnap.minRevision"
+
+// argumentRevision is the least revision f's own arguments ask for: the
+// revision of the cursor it continues after (any argument named after), or
+// the since of a changes field; 0 for none. A malformed cursor is left to
+// the field that reads it.
+func argumentRevision(f *ast.Field, vars map[string]any) int64 {
+	var min int64
+	if a := f.Arguments.ForName("after"); a != nil && a.Value != nil {
+		if v, err := a.Value.Value(vars); err == nil {
+			if str, ok := v.(string); ok && str != "" {
+				if c, err := cursor.Decode(str); err == nil {
+					min = c.Revision
 				}
-			}
-			if a := s.Arguments.ForName("since"); a != nil && a.Value != nil && s.Name == "changes" {
-				if v, err := a.Value.Value(vars); err == nil {
-					if n, ok := revisionValue(v); ok {
-						since(n)
-					}
-				}
-			}
-			walkAfter(doc, s.SelectionSet, vars, seen, fn, since)
-		case *ast.InlineFragment:
-			walkAfter(doc, s.SelectionSet, vars, seen, fn, since)
-		case *ast.FragmentSpread:
-			if seen[s.Name] || doc == nil {
-				continue
-			}
-			seen[s.Name] = true
-			if f := doc.Fragments.ForName(s.Name); f != nil {
-				walkAfter(doc, f.SelectionSet, vars, seen, fn, since)
 			}
 		}
 	}
+	if a := f.Arguments.ForName("since"); a != nil && a.Value != nil && f.Name == "changes" {
+		if v, err := a.Value.Value(vars); err == nil {
+			if n, ok := revisionValue(v); ok {
+				min = max(min, n)
+			}
+		}
+	}
+	return min
 }
 
 func parseRevision(s string) (int64, error) {

@@ -324,7 +324,7 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 		if err != nil {
 			return nil, db.persistence(err, "beginning a read")
 		}
-		return &pgTx{tx: tx}, nil
+		return newPgTx(tx), nil
 	default:
 		release, err := db.enterRead(ctx)
 		if err != nil {
@@ -362,8 +362,8 @@ func (db *DB) MaxReaders() int { return db.readers }
 // unless told: 8 on PostgreSQL; on SQLite twice the CPUs, at most 8. Each
 // SQLite connection keeps a page cache of its own (up to 2 MiB), holding
 // much the same pages as the others', while reads that find their pages
-// cached need a CPU each: beyond the CPUs, readers add memory (4 MiB each
-// under load) and WAL pins, not reads per second.
+// cached need a CPU each: beyond the CPUs, readers add memory and WAL
+// pins, not reads per second.
 func DefaultReaders(d Dialect) int {
 	if d == Postgres {
 		return 8
@@ -411,7 +411,7 @@ func (db *DB) BeginWrite(ctx context.Context) (Tx, error) {
 		if err != nil {
 			return nil, db.persistence(err, "beginning a write")
 		}
-		return &pgTx{tx: tx}, nil
+		return newPgTx(tx), nil
 	default:
 		if db.writer == nil {
 			return nil, fmt.Errorf("%s was opened read-only", db.where)
