@@ -80,6 +80,7 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 				}
 				return nil
 			}}, &o.logFormat),
+		bind(b, &cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it)"}, &o.staleAfter),
 		bind(b, &cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store"}, &o.liveInterval),
 		bind(b, &cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once"}, &o.maxSubscriptions),
 		bind(b, &cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty"}, &o.debugAddr),

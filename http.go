@@ -40,6 +40,8 @@ type serveOptions struct {
 	stdout  io.Writer
 	replica replicaOptions
 
+	// staleAfter is when a running run's heartbeat counts as stale.
+	staleAfter time.Duration
 	// liveInterval and maxSubscriptions configure subscriptions (package live).
 	liveInterval     time.Duration
 	maxSubscriptions int
@@ -138,7 +140,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	})))
 	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
-	pages := web.Options{Explorer: opts.introspection}
+	pages := web.Options{Explorer: opts.introspection, StaleAfter: opts.staleAfter}
 	pagesHandler := compress(web.Handler(pages))
 	for _, p := range web.Paths(pages) {
 		mux.Handle(p, hm.count(p, pagesHandler))
@@ -163,7 +165,18 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	addr := ln.Addr().String()
 	// Through the logger, so that with --log-format json the output is JSON only.
-	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql", "gcPercent", gcPercent[0].Value.Uint64())
+	dashboard, explorer := "http://"+addr+"/", ""
+	if opts.introspection {
+		explorer = "http://" + addr + "/explorer"
+	}
+	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", "http://"+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64())
+	if opts.logFormat != "json" {
+		// The pages' addresses on lines of their own, to click or copy.
+		fmt.Fprintf(opts.stdout, "dashboard: %s\n", dashboard)
+		if explorer != "" {
+			fmt.Fprintf(opts.stdout, "explorer:  %s\n", explorer)
+		}
+	}
 	if opts.debugAddr != "" {
 		stopDebug, err := serveDebug(ctx, opts.debugAddr, opts.stdout, log)
 		if err != nil {
