@@ -28,8 +28,8 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 	twins := map[string]string{
 		"addr": "FLOWSNAP_ADDR", "timeout": "FLOWSNAP_TIMEOUT", "complexity-limit": "FLOWSNAP_COMPLEXITY_LIMIT",
 		"max-depth": "FLOWSNAP_MAX_DEPTH", "introspection": "FLOWSNAP_INTROSPECTION", "run-cache-mb": "FLOWSNAP_RUN_CACHE_MB",
-		"max-readers": "FLOWSNAP_MAX_READERS", "cors-origin": "FLOWSNAP_CORS_ORIGIN", "log-format": "FLOWSNAP_LOG_FORMAT",
-		"stale-after": "FLOWSNAP_STALE_AFTER", "live-interval": "FLOWSNAP_LIVE_INTERVAL", "max-subscriptions": "FLOWSNAP_MAX_SUBSCRIPTIONS",
+		"max-readers": "FLOWSNAP_MAX_READERS", "cors-origin": "FLOWSNAP_CORS_ORIGIN", "log-format": "FLOWSNAP_LOG_FORMAT", "stale-after": "FLOWSNAP_STALE_AFTER",
+		"live-interval": "FLOWSNAP_LIVE_INTERVAL", "max-subscriptions": "FLOWSNAP_MAX_SUBSCRIPTIONS",
 		"debug-addr": "FLOWSNAP_DEBUG_ADDR", "gc-percent": "FLOWSNAP_GC_PERCENT", "replica": "FLOWSNAP_REPLICA",
 		"stale-wait": "FLOWSNAP_STALE_WAIT", "stale-from-primary": "FLOWSNAP_STALE_FROM_PRIMARY",
 		"replica-check-interval": "FLOWSNAP_REPLICA_CHECK_INTERVAL", "pg-exec-mode": "FLOWSNAP_PG_EXEC_MODE",
