@@ -192,37 +192,25 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					return nil
 				},
 			},
-			{
-				Name:  "seed",
-				Usage: "fill an engine store with a deterministic, realistic history",
-				Flags: []cli.Flag{dbFlag(&seedDB),
-					bind(b, &cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write"}, &seedOpts.Runs),
-					bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history"}, &seedOpts.Seed),
-				},
-				Action: func(ctx context.Context, cmd *cli.Command) error {
-					return withMigrated(ctx, seedDB, func(db *store.DB) error {
-						return seed(ctx, db, seedOpts, stdout)
-					})
-				},
-			},
-			{
-				Name:  "simulate",
-				Usage: "keep writing to an engine store like a running engine, until interrupted",
-				Flags: []cli.Flag{dbFlag(&simDB),
-					bind(b, &cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second"}, &simOpts.Rate),
-					bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed"}, &simOpts.Seed),
-				},
-				Action: func(ctx context.Context, cmd *cli.Command) error {
-					return withMigrated(ctx, simDB, func(db *store.DB) error {
-						simOpts.Out = stdout
-						err := engine.Simulate(ctx, db, simOpts)
-						if errors.Is(err, context.Canceled) {
-							return nil
-						}
-						return err
-					})
-				},
-			},
+			writerCommand("seed", "fill an engine store with a deterministic, realistic history", dbFlag(&seedDB), []cli.Flag{
+				bind(b, &cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write"}, &seedOpts.Runs),
+				bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history"}, &seedOpts.Seed),
+			}, func(ctx context.Context) error {
+				return withMigrated(ctx, seedDB, func(db *store.DB) error { return seed(ctx, db, seedOpts, stdout) })
+			}),
+			writerCommand("simulate", "keep writing to an engine store like a running engine, until interrupted", dbFlag(&simDB), []cli.Flag{
+				bind(b, &cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second"}, &simOpts.Rate),
+				bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed"}, &simOpts.Seed),
+			}, func(ctx context.Context) error {
+				return withMigrated(ctx, simDB, func(db *store.DB) error {
+					simOpts.Out = stdout
+					err := engine.Simulate(ctx, db, simOpts)
+					if errors.Is(err, context.Canceled) {
+						return nil
+					}
+					return err
+				})
+			}),
 		}, opscli.Commands(opscli.Options{Getenv: getenv, Stdout: stdout, Stderr: cmp.Or[io.Writer](opsHooks.stderr, os.Stderr),
 			Now: opsHooks.now, Retry: opsHooks.retry})...),
 	}
@@ -241,6 +229,13 @@ func seed(ctx context.Context, db *store.DB, opts engine.SeedOptions, stdout io.
 		stats.Runs, took.Round(time.Millisecond), float64(stats.Runs)/took.Seconds(), stats.Deleted,
 		stats.Edges, stats.MaxChildren, stats.MaxRounds, stats.Steps, stats.Attempts, stats.InboundEvents)
 	return nil
+}
+
+// writerCommand is a command that writes to the store --db names: its
+// flags after db, and what it does once they are read.
+func writerCommand(name, usage string, db cli.Flag, flags []cli.Flag, do func(ctx context.Context) error) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, Flags: append([]cli.Flag{db}, flags...),
+		Action: func(ctx context.Context, _ *cli.Command) error { return do(ctx) }}
 }
 
 // withMigrated opens dsn for writing, brings its schema up to date, and
