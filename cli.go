@@ -15,6 +15,7 @@ import (
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/stats"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -79,6 +80,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
 			&cli.IntFlag{Name: "gc-percent", Value: gcpace.DefaultPercent, Usage: "how far the heap grows past what is live before the garbage collector runs, in percent (GOGC's meaning; a GOGC in the environment wins over the default)", Sources: twin("FLOWSNAP_GC_PERCENT"), Local: true},
 		}
+		serveFlags = append(serveFlags, statsFlags(twin)...)
 		serveFlags = append(serveFlags, replicaFlags(twin)...)
 		serveFlags = append(serveFlags, limitFlags(twin)...)
 		return serveFlags
@@ -98,6 +100,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			limits:          limitConfig(cmd),
 			stdout:          stdout,
 			replica:         replicaConfig(cmd),
+			stats:           statsConfig(cmd),
 			ready:           ready,
 
 			liveInterval:     cmd.Duration("live-interval"),
@@ -266,6 +269,41 @@ func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// statsFlags configure the workflow metrics (package stats).
+func statsFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "stats-interval", Value: stats.DefaultInterval, Usage: "the least time between two reads of the workflow metrics (each a read of the whole store, made when /metrics is scraped; 0 reads at every scrape)", Sources: twin("FLOWSNAP_STATS_INTERVAL"), Local: true,
+			Validator: func(v time.Duration) error {
+				if v < 0 {
+					return fmt.Errorf("--stats-interval %s: want 0 or more", v)
+				}
+				return nil
+			}},
+		&cli.IntFlag{Name: "stats-max-flows", Value: stats.DefaultMaxFlows, Usage: "how many flows (those with the most runs) the workflow metrics label by name; the rest are flow=\"other\"", Sources: twin("FLOWSNAP_STATS_MAX_FLOWS"), Local: true,
+			Validator: func(v int) error {
+				if v < 1 {
+					return fmt.Errorf("--stats-max-flows %d: want 1 or more", v)
+				}
+				return nil
+			}},
+		&cli.DurationFlag{Name: "stale-after", Value: stats.DefaultStaleAfter, Usage: "how old a running run's heartbeat is when the run counts as stale (flowsnap_runs_stale)", Sources: twin("FLOWSNAP_STALE_AFTER"), Local: true,
+			Validator: func(v time.Duration) error {
+				if v <= 0 {
+					return fmt.Errorf("--stale-after %s: want more than 0", v)
+				}
+				return nil
+			}},
+	}
+}
+
+func statsConfig(cmd *cli.Command) stats.Options {
+	return stats.Options{
+		Interval:   cmd.Duration("stats-interval"),
+		MaxFlows:   int(cmd.Int("stats-max-flows")),
+		StaleAfter: cmd.Duration("stale-after"),
+	}
 }
 
 // limitFlags are the bounds on one request's document, validation and

@@ -18,6 +18,7 @@ import (
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/stats"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/web"
 )
@@ -37,6 +38,8 @@ type serveOptions struct {
 	limits  graph.Options
 	stdout  io.Writer
 	replica replicaOptions
+	// stats configures the workflow metrics; its Logger is set by serve.
+	stats stats.Options
 
 	// liveInterval and maxSubscriptions configure subscriptions (package live).
 	liveInterval     time.Duration
@@ -98,6 +101,9 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	defer stopWatch()
 	go reader.WatchReplicas(watchCtx)
 	reg.MustRegister(replicaCollector{reader})
+	statsOpts := opts.stats
+	statsOpts.Logger = log
+	reg.MustRegister(stats.New(reader, statsOpts))
 	watcher := live.New(reader, live.Options{
 		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
 		Metrics: live.NewMetrics(reg), Logger: log,
@@ -126,14 +132,21 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		_, _ = io.WriteString(w, "ok\n")
 	})))
 	mux.Handle("GET /readyz", hm.count("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := reader.Position(ctx); err != nil {
+		if !ready(r.Context(), reader) {
 			http.Error(w, "the store cannot be read", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n"+replicaReport(reader))
 	})))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flowsnap_ready",
+		Help: "1 when the store can be read (what /readyz answers 200 for), else 0; checked at each scrape.",
+	}, func() float64 {
+		if ready(context.Background(), reader) {
+			return 1
+		}
+		return 0
+	}))
 	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
 	pages := web.Options{Explorer: opts.introspection}
@@ -195,6 +208,15 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	}
 	return nil
+}
+
+// ready reports whether the store can be read: its position, within two
+// seconds. /readyz and flowsnap_ready both ask it.
+func ready(ctx context.Context, reader *snapshot.Reader) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := reader.Position(ctx)
+	return err == nil
 }
 
 // registerRunCache exports what the reader's run cache answered and missed,

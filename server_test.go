@@ -222,9 +222,12 @@ func TestServeRefusesWhatIsNotAStore(t *testing.T) {
 func TestCommandLineRefusesWhatItDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	for want, args := range map[string][]string{
-		"text or json": {"flowsnap", "serve", "--db", "x.db", "--log-format", "xml"},
-		"no-such-flag": {"flowsnap", "serve", "--db", "x.db", "--no-such-flag"},
-		"0 or more":    {"flowsnap", "serve", "--db", "x.db", "--run-cache-mb", "-1"},
+		"text or json":                         {"flowsnap", "serve", "--db", "x.db", "--log-format", "xml"},
+		"no-such-flag":                         {"flowsnap", "serve", "--db", "x.db", "--no-such-flag"},
+		"0 or more":                            {"flowsnap", "serve", "--db", "x.db", "--run-cache-mb", "-1"},
+		"--stats-interval -1s: want 0 or more": {"flowsnap", "serve", "--db", "x.db", "--stats-interval", "-1s"},
+		"--stats-max-flows 0: want 1 or more":  {"flowsnap", "serve", "--db", "x.db", "--stats-max-flows", "0"},
+		"--stale-after 0s: want more than 0":   {"flowsnap", "serve", "--db", "x.db", "--stale-after", "0"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &out)
@@ -232,15 +235,21 @@ func TestCommandLineRefusesWhatItDoesNotKnow(t *testing.T) {
 			t.Errorf("%v: err = %v, want one that mentions %q", args, err, want)
 		}
 	}
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"flowsnap", "serve", "--db", "x.db"}, func(k string) string {
-		if k == "FLOWSNAP_LOG_FORMAT" {
-			return "xml"
+	// The environment twins are checked as the flags are.
+	for key, c := range map[string]struct{ value, want string }{
+		"FLOWSNAP_LOG_FORMAT":     {"xml", "text or json"},
+		"FLOWSNAP_STATS_INTERVAL": {"-5s", "--stats-interval -5s"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"flowsnap", "serve", "--db", "x.db"}, func(k string) string {
+			if k == key {
+				return c.value
+			}
+			return ""
+		}, &out)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: err = %v, want one that mentions %q", key, c.value, err, c.want)
 		}
-		return ""
-	}, &out)
-	if err == nil || !strings.Contains(err.Error(), "text or json") {
-		t.Errorf("FLOWSNAP_LOG_FORMAT=xml: err = %v", err)
 	}
 }
 
