@@ -102,6 +102,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			replica:         replicaConfig(cmd),
 			stats:           statsConfig(cmd),
 			ready:           ready,
+			getenv:          getenv,
 
 			liveInterval:     cmd.Duration("live-interval"),
 			maxSubscriptions: int(cmd.Int("max-subscriptions")),

@@ -329,3 +329,54 @@ func TestServeSetsTheCollectorsPace(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONLogsTieLinesToRequestsAndEndWithAStopLine(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.SQLite)
+	if out, err := runCmd(t, noEnv, "migrate", "--db", dsn); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	addr, out, stop := startServeOutput(t, noEnv, "--db", dsn, "--log-format", "json")
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(`{"query":"query Logged { position { revision } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "req-logged-1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("a log line is not JSON: %q", l)
+		}
+		lines = append(lines, m)
+	}
+	var op map[string]any
+	for _, m := range lines {
+		if m["msg"] == "graphql" && m["operation"] == "Logged" {
+			op = m
+		}
+	}
+	if op == nil || op["requestId"] != "req-logged-1" {
+		t.Fatalf("the operation's line %v lacks its request id", op)
+	}
+	// Seconds, a float: an operation on an empty store takes far less
+	// than ten, where nanoseconds would be millions.
+	if d, ok := op["duration"].(float64); !ok || d <= 0 || d > 10 {
+		t.Errorf("the operation's duration %v is not in seconds", op["duration"])
+	}
+	last := lines[len(lines)-1]
+	if last["msg"] != "flowsnap stopped" {
+		t.Fatalf("the last line is %v, want flowsnap stopped", last)
+	}
+	for _, key := range []string{"uptime", "shutdown"} {
+		if d, ok := last[key].(float64); !ok || d < 0 || d > 60 {
+			t.Errorf("the stop line's %s = %v, want seconds", key, last[key])
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/live"
@@ -84,6 +85,9 @@ type Options struct {
 	// KeepAlive is how often an idle subscription is sent a keep-alive
 	// (a WebSocket ping message, an SSE comment).
 	KeepAlive time.Duration
+	// Tracer, when set, makes each operation and each subscription event
+	// a span (trace.go); nil traces nothing.
+	Tracer trace.Tracer
 	// NoDirect leaves every operation to gqlgen's executor, which
 	// otherwise answers only the queries the direct answer does not know
 	// (direct.go): the same response, at a higher cost.
@@ -296,6 +300,8 @@ type query struct {
 	ended           sync.Once
 	// cached says the endpoint answers it itself (answerCached).
 	cached bool
+	// span is the operation's, nil when tracing is off.
+	span trace.Span
 }
 
 // beginQuery begins the read of the query operation in ctx, at or after
@@ -303,10 +309,12 @@ type query struct {
 // reads nothing yet.
 func beginQuery(ctx context.Context, reader *snapshot.Reader, opts Options) (*query, error) {
 	start := time.Now()
+	ctx, span := startOperation(ctx, opts.Tracer)
 	ctx, rd := reader.Begin(ctx)
 	min, err := minRevision(ctx)
 	if err != nil {
 		rd.End()
+		endSpan(span, rd, nil, string(fault.CodeOf(err)))
 		return nil, err
 	}
 	rd.AtLeast(min)
@@ -317,7 +325,7 @@ func beginQuery(ctx context.Context, reader *snapshot.Reader, opts Options) (*qu
 		rec.name = clip(oc.OperationName)
 		rec.mu.Unlock()
 	}
-	return &query{ctx: ctx, rd: rd, start: start, deadline: start.Add(opts.Timeout), opts: opts}, nil
+	return &query{ctx: ctx, rd: rd, start: start, deadline: start.Add(opts.Timeout), opts: opts, span: span}, nil
 }
 
 // respond completes resp, the operation's answer (direct says the direct
@@ -358,14 +366,10 @@ func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direc
 	return resp
 }
 
-// finish logs and counts the operation; direct says the direct answer
-// wrote it (direct.go).
-func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool) {
-	rd, start, opts := q.rd, q.start, q.opts
-	if opts.OnOperation != nil {
-		opts.OnOperation(rd)
-	}
-	name, kind := "", ""
+// operationOf returns the name (as the request gives it, else as the
+// document does) and type of the operation in ctx; "" for what is not
+// known.
+func operationOf(ctx context.Context) (name, kind string) {
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		name = oc.OperationName
 		if oc.Operation != nil {
@@ -375,12 +379,26 @@ func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool)
 			}
 		}
 	}
-	outcome := "ok"
-	if resp != nil && len(resp.Errors) > 0 {
-		outcome = "error"
-		if code, ok := resp.Errors[0].Extensions["code"].(string); ok {
-			outcome = code
+	return name, kind
+}
+
+// finish logs and counts the operation; direct says the direct answer
+// wrote it (direct.go).
+func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool) {
+	rd, start, opts := q.rd, q.start, q.opts
+	if opts.OnOperation != nil {
+		opts.OnOperation(rd)
+	}
+	name, kind := operationOf(ctx)
+	outcome := outcomeOf(resp)
+	if q.span != nil {
+		var cost *Cost
+		if c, ok := costOf(ctx); ok {
+			cost = &c
 		}
+		endSpan(q.span, rd, cost, outcome)
+		// The log line names the operation's span.
+		ctx = trace.ContextWithSpan(ctx, q.span)
 	}
 	elapsed := time.Since(start)
 	attrs := []slog.Attr{

@@ -15,6 +15,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/live"
@@ -86,6 +88,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	stopWatch := context.AfterFunc(ctx, func() { end("client gone") })
 	rh := next(ctx)
 	return func(ctx context.Context) *graphql.Response {
+		ctx, span := startEvent(ctx, opts.Tracer, name, field)
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
 		ectx = context.WithValue(ectx, loadersKey{}, newLoaders(reader, nil))
@@ -95,6 +98,17 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 		}
 		resp := rh(ectx)
 		rd.End()
+		if span != nil {
+			outcome := outcomeOf(resp)
+			if st.err != nil {
+				outcome = string(fault.CodeOf(st.err))
+			}
+			if resp == nil {
+				// No event: the subscription ended while this one waited.
+				span.SetAttributes(attribute.Bool("flowsnap.subscription.ended", true))
+			}
+			endSpan(span, rd, nil, outcome)
+		}
 		if resp == nil {
 			stopWatch()
 			why := "complete"
@@ -222,6 +236,9 @@ func watch[T any](ctx context.Context, setup func(*live.Sub), read func(ctx cont
 					}
 				}
 			}
+			// The event's span began when its slot was lent; its read
+			// begins now.
+			trace.SpanFromContext(sl.ctx).AddEvent("read")
 			v, rev, again, err := read(sl.ctx)
 			st.err = err
 			now = again && err == nil
