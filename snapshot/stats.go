@@ -40,20 +40,26 @@ type StatsRequest struct {
 }
 
 // selectStats is the whole of a refresh of the workflow metrics, one
-// statement: runs by flow and status (flows_runs_by_flow_status), stale
-// running runs and the oldest pending run by flow (flows_runs_by_status),
-// and overdue waits by their run's flow. kind says which part a row is:
-// its n is a count, or for kind 2 the oldest creation time.
+// statement. counts is the runs by flow and status, one scan of
+// flows_runs_by_flow_status; for each flow with running or pending runs,
+// the stale ones are counted and the oldest pending found by a seek in
+// that index (a flow name read from it, not parsed from state_json); the
+// overdue waits are a range of flows_steps_waiting_timeouts. kind says
+// which part a row is: its n is a count, or for kind 2 the oldest
+// creation time.
 func selectStats(d store.Dialect) string {
 	flow := d.FlowNameExpr()
-	return `SELECT 0 AS kind, ` + flow + ` AS flow, status, count(*) AS n FROM flows_runs GROUP BY 2, 3
+	return `WITH counts AS (SELECT ` + flow + ` AS flow, status, count(*) AS n FROM flows_runs GROUP BY 1, 2)
+SELECT 0 AS kind, flow, status, n FROM counts
 UNION ALL
-SELECT 1, ` + flow + `, 'running', count(*) FROM flows_runs WHERE status = 'running' AND heartbeat_at_ms < $1 GROUP BY 2
+SELECT 1, flow, status, (SELECT count(*) FROM flows_runs
+    WHERE ` + flow + ` = counts.flow AND status = 'running' AND heartbeat_at_ms < $1) FROM counts WHERE status = 'running'
 UNION ALL
-SELECT 2, ` + flow + `, 'pending', min(created_at_ms) FROM flows_runs WHERE status = 'pending' GROUP BY 2
+SELECT 2, flow, status, (SELECT min(created_at_ms) FROM flows_runs
+    WHERE ` + flow + ` = counts.flow AND status = 'pending') FROM counts WHERE status = 'pending'
 UNION ALL
 SELECT 3, ` + flow + `, 'waiting', count(*) FROM flows_steps JOIN flows_runs ON flows_runs.run_id = flows_steps.run_id
-    WHERE flows_steps.type = 'wait' AND flows_steps.state = 'waiting' AND flows_steps.timeout_at_ms < $2 GROUP BY 2`
+    WHERE flows_steps.type = 'wait' AND flows_steps.state = 'waiting' AND flows_steps.timeout_at_ms < ` + d.Bound(2) + ` GROUP BY 2`
 }
 
 // WorkflowStats reads the workflow figures of the whole store in the read
