@@ -24,6 +24,7 @@ func setComplexity(c *ComplexityRoot) {
 	c.Query.Runs = func(child int, ids []string) int { return BatchCost(child, len(ids)) }
 	journalComplexity(c, page)
 	findComplexity(c)
+	activityComplexity(c)
 }
 
 // journalComplexity gives the journal's connections and lists their real
