@@ -14,7 +14,7 @@ import (
 // environment twin of each, spelled as they always were.
 func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 	serve := []string{"addr", "timeout", "complexity-limit", "max-depth", "introspection", "run-cache-mb", "max-readers",
-		"cors-origin", "log-format", "stale-after", "live-interval", "max-subscriptions", "debug-addr", "gc-percent",
+		"cors-origin", "log-format", "stale-after", "stats-interval", "stats-max-flows", "live-interval", "max-subscriptions", "debug-addr", "gc-percent",
 		"replica", "stale-wait", "stale-from-primary", "replica-check-interval", "pg-exec-mode",
 		"max-tokens", "max-nodes", "max-fields", "max-same-name", "max-aliases", "max-errors", "max-body-bytes",
 		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent"}
@@ -28,7 +28,8 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 	twins := map[string]string{
 		"addr": "FLOWSNAP_ADDR", "timeout": "FLOWSNAP_TIMEOUT", "complexity-limit": "FLOWSNAP_COMPLEXITY_LIMIT",
 		"max-depth": "FLOWSNAP_MAX_DEPTH", "introspection": "FLOWSNAP_INTROSPECTION", "run-cache-mb": "FLOWSNAP_RUN_CACHE_MB",
-		"max-readers": "FLOWSNAP_MAX_READERS", "cors-origin": "FLOWSNAP_CORS_ORIGIN", "log-format": "FLOWSNAP_LOG_FORMAT", "stale-after": "FLOWSNAP_STALE_AFTER",
+		"max-readers": "FLOWSNAP_MAX_READERS", "cors-origin": "FLOWSNAP_CORS_ORIGIN", "log-format": "FLOWSNAP_LOG_FORMAT",
+		"stale-after": "FLOWSNAP_STALE_AFTER", "stats-interval": "FLOWSNAP_STATS_INTERVAL", "stats-max-flows": "FLOWSNAP_STATS_MAX_FLOWS",
 		"live-interval": "FLOWSNAP_LIVE_INTERVAL", "max-subscriptions": "FLOWSNAP_MAX_SUBSCRIPTIONS",
 		"debug-addr": "FLOWSNAP_DEBUG_ADDR", "gc-percent": "FLOWSNAP_GC_PERCENT", "replica": "FLOWSNAP_REPLICA",
 		"stale-wait": "FLOWSNAP_STALE_WAIT", "stale-from-primary": "FLOWSNAP_STALE_FROM_PRIMARY",
