@@ -327,6 +327,12 @@ func TestDashboardTriage(t *testing.T) {
 		if order != "FINISHED_NEWEST_FIRST" || !strings.HasPrefix(after.Format("2006-01-02T15:04:05"), field) {
 			t.Errorf("the form shows order %q, finished after %q", order, field)
 		}
+		// The stale threshold is the server's (--stale-after 90s).
+		var stale string
+		step(t, ctx, chromedp.Text(`label:has(input[name=stale])`, &stale))
+		if !strings.Contains(stale, "over 1 min 30 s") {
+			t.Errorf("the stale filter reads %q, want the server's 90 s", stale)
+		}
 		var offered []string
 		step(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#flow-names option')].map((o) => o.value)`, &offered))
 		var flows []string
