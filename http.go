@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowsnap/flowsnap/endpoint"
@@ -22,6 +21,9 @@ import (
 	"github.com/flowsnap/flowsnap/web"
 )
 
+// serveOptions is the configuration of serve and of the demo's server:
+// each field bound to its flag and environment twin (binder.serveFlags),
+// passed whole.
 type serveOptions struct {
 	addr            string
 	timeout         time.Duration
@@ -46,9 +48,10 @@ type serveOptions struct {
 	// debugAddr, when set, is where pprof and runtime metrics are served,
 	// apart from the public listener.
 	debugAddr string
-	// gcPace, when set, sets the garbage collector's percent (package
-	// gcpace).
-	gcPace func()
+	// gcPercent is --gc-percent; gcPace, when set, sets the garbage
+	// collector's percent from it (package gcpace).
+	gcPercent int
+	gcPace    func()
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -82,15 +85,12 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	gcPercent := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(gcPercent)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := endpoint.NewMetrics(reg)
+	metrics := endpoint.NewMetrics()
 	reader := snapshot.NewReader(db)
 	if db.Dialect().InProcess() {
 		reader.SetRunCache(opts.runCacheMB << 20)
 	}
 	reader.OnRead = metrics.ObserveRead
-	registerRunCache(reg, reader)
 	replicas, err := openReplicas(ctx, reader, opts)
 	if err != nil {
 		return err
@@ -99,10 +99,10 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go reader.WatchReplicas(watchCtx)
-	reg.MustRegister(replicaCollector{reader})
+	liveMetrics := live.NewMetrics()
 	watcher := live.New(reader, live.Options{
 		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
-		Metrics: live.NewMetrics(reg), Logger: log,
+		Metrics: liveMetrics, Logger: log,
 	})
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLive()
@@ -121,7 +121,9 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.Logger = log
 	gopts.Metrics = metrics
 	gopts.Live = watcher
-	hm := newHTTPMetrics(reg, db)
+	hm := newHTTPMetrics(db)
+	reg := newRegistry(metrics.Collectors(), liveMetrics.Collectors(), hm.Collectors(),
+		runCacheCollectors(reader), []prometheus.Collector{replicaCollector{reader}})
 	compress := compressor()
 	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(endpoint.NewHandler(reader, gopts), opts.corsOrigins))))
 	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -208,20 +210,4 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	}
 	return nil
-}
-
-// registerRunCache exports what the reader's run cache answered and missed,
-// and the bytes it holds.
-func registerRunCache(reg prometheus.Registerer, reader *snapshot.Reader) {
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flowsnap_run_cache_hits_total",
-			Help: "Runs of a batch answered from the run cache, read by their revisions alone."},
-			func() float64 { hits, _, _ := reader.RunCacheStats(); return float64(hits) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flowsnap_run_cache_misses_total",
-			Help: "Live runs of a batch the run cache was asked for and did not hold at their revision."},
-			func() float64 { _, misses, _ := reader.RunCacheStats(); return float64(misses) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowsnap_run_cache_bytes",
-			Help: "About how much memory the runs in the run cache hold."},
-			func() float64 { _, _, bytes := reader.RunCacheStats(); return float64(bytes) }),
-	)
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/urfave/cli/v3"
 
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -23,38 +23,16 @@ type replicaOptions struct {
 	pgExecMode       string
 }
 
-func replicaFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
-	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "replica", Usage: "a PostgreSQL hot standby of --db to read from (repeatable; in the environment, comma-separated)", Sources: twin("FLOWSNAP_REPLICA"), Local: true},
-		&cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for", Sources: twin("FLOWSNAP_STALE_WAIT"), Local: true},
-		&cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead", Sources: twin("FLOWSNAP_STALE_FROM_PRIMARY"), Local: true},
-		&cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked", Sources: twin("FLOWSNAP_REPLICA_CHECK_INTERVAL"), Local: true},
-		&cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)", Sources: twin("FLOWSNAP_PG_EXEC_MODE"), Local: true},
-	}
-}
-
-func replicaConfig(cmd *cli.Command) replicaOptions {
-	var dsns []string
-	for _, v := range cmd.StringSlice("replica") {
-		if v = strings.TrimSpace(v); v != "" {
-			dsns = append(dsns, v)
-		}
-	}
-	return replicaOptions{
-		dsns:             dsns,
-		staleWait:        cmd.Duration("stale-wait"),
-		staleFromPrimary: cmd.Bool("stale-from-primary"),
-		checkInterval:    cmd.Duration("replica-check-interval"),
-		pgExecMode:       cmd.String("pg-exec-mode"),
-	}
-}
-
 // openReplicas opens the replicas read-only, without waiting for them to
 // answer (one that is down is read once it is up), and makes reader read
 // from them. The caller closes what it returns and runs
 // reader.WatchReplicas.
 func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOptions) ([]*store.DB, error) {
 	ro := opts.replica
+	ro.dsns = slices.DeleteFunc(ro.dsns, func(dsn string) bool { return strings.TrimSpace(dsn) == "" })
+	for i := range ro.dsns {
+		ro.dsns[i] = strings.TrimSpace(ro.dsns[i])
+	}
 	if len(ro.dsns) == 0 {
 		return nil, nil
 	}

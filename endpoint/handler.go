@@ -76,6 +76,22 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		shape: shapeLimit{es: es, opts: opts}, cached: newCachedExecutor(es, opts), recover: graph.Recoverer(opts.Logger)})
 }
 
+// addLiveTransports adds the subscription transports. They come before GET
+// and POST, which would otherwise take their requests: a WebSocket upgrade
+// is a GET, and an SSE request a POST of JSON that accepts
+// text/event-stream.
+func addLiveTransports(srv *handler.Server, opts Options) {
+	srv.AddTransport(transport.Websocket{
+		// graphql-transport-ws keeps alive with ping messages, which the
+		// client answers with pong: a client that stops answering is gone.
+		PingPongInterval: opts.KeepAlive,
+		// The older graphql-ws subprotocol has keep-alive messages.
+		KeepAlivePingInterval: opts.KeepAlive,
+		InitTimeout:           30 * time.Second,
+	})
+	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
+}
+
 // capErrors keeps the first max errors of resp and says how many more
 // there were.
 func capErrors(resp *graphql.Response, max int) *graphql.Response {

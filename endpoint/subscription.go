@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -130,22 +128,6 @@ func operationName(ctx context.Context) (name, field string) {
 func isSubscription(ctx context.Context) bool {
 	oc := graphql.GetOperationContext(ctx)
 	return oc != nil && oc.Operation != nil && oc.Operation.Operation == ast.Subscription
-}
-
-// addLiveTransports adds the subscription transports. They come before GET
-// and POST, which would otherwise take their requests: a WebSocket upgrade
-// is a GET, and an SSE request a POST of JSON that accepts
-// text/event-stream.
-func addLiveTransports(srv *handler.Server, opts Options) {
-	srv.AddTransport(transport.Websocket{
-		// graphql-transport-ws keeps alive with ping messages, which the
-		// client answers with pong: a client that stops answering is gone.
-		PingPongInterval: opts.KeepAlive,
-		// The older graphql-ws subprotocol has keep-alive messages.
-		KeepAlivePingInterval: opts.KeepAlive,
-		InitTimeout:           30 * time.Second,
-	})
-	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 }
 
 // liftDeadlines lifts the server's read and write deadlines from
