@@ -19,6 +19,7 @@ import (
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/opscli"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/stats"
 	"github.com/flowsnap/flowsnap/store"
 )
 
@@ -73,7 +74,27 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 				}
 				return nil
 			}}, &o.logFormat),
-		bind(b, &cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it)"}, &o.staleAfter),
+		bind(b, &cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it; flowsnap_runs_stale counts it)",
+			Validator: func(v time.Duration) error {
+				if v <= 0 {
+					return fmt.Errorf("--stale-after %s: want more than 0", v)
+				}
+				return nil
+			}}, &o.staleAfter),
+		bind(b, &cli.DurationFlag{Name: "stats-interval", Value: stats.DefaultInterval, Usage: "the least time between two reads of the workflow metrics (each a read of the whole store, made when /metrics is scraped; 0 reads at every scrape)",
+			Validator: func(v time.Duration) error {
+				if v < 0 {
+					return fmt.Errorf("--stats-interval %s: want 0 or more", v)
+				}
+				return nil
+			}}, &o.stats.Interval),
+		bind(b, &cli.IntFlag{Name: "stats-max-flows", Value: stats.DefaultMaxFlows, Usage: "how many flows (those with the most runs) the workflow metrics label by name; the rest are flow=\"other\"",
+			Validator: func(v int) error {
+				if v < 1 {
+					return fmt.Errorf("--stats-max-flows %d: want 1 or more", v)
+				}
+				return nil
+			}}, &o.stats.MaxFlows),
 		bind(b, &cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store"}, &o.liveInterval),
 		bind(b, &cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once"}, &o.maxSubscriptions),
 		bind(b, &cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty"}, &o.debugAddr),
@@ -119,8 +140,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 	// between the demo and a subcommand loses the value its environment twin
 	// gave it.
 	var (
-		demoOpts         = demoOptions{serve: serveOptions{stdout: stdout, ready: ready}}
-		serveOpts        = serveOptions{stdout: stdout, ready: ready}
+		demoOpts         = demoOptions{serve: serveOptions{stdout: stdout, ready: ready, getenv: getenv}}
+		serveOpts        = serveOptions{stdout: stdout, ready: ready, getenv: getenv}
 		serveDB, adminDB string
 		seedOpts         engine.SeedOptions
 		simOpts          engine.SimOptions

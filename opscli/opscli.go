@@ -138,10 +138,8 @@ func (a *app) format(cmd *cli.Command, allowed ...string) (string, error) {
 }
 
 // outputFlag is -o; piped is the format when stdout is not a terminal.
-// FLOWSNAP_OUTPUT sets it for every command that offers that format.
 func (a *app) outputFlag(formats, piped string) cli.Flag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the output format: " + formats + " (default: table on a terminal, else " + piped + ")",
-		Sources: Twin(a.o.Getenv, "FLOWSNAP_OUTPUT")}
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the output format: " + formats + " (default: table on a terminal, else " + piped + ")"}
 }
 
 // noArgs refuses arguments a command does not take.
