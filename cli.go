@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -15,28 +17,19 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/gcpace"
 	"github.com/flowsnap/flowsnap/live"
+	"github.com/flowsnap/flowsnap/opscli"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/stats"
 	"github.com/flowsnap/flowsnap/store"
 )
 
-// env is a flag's environment twin, read through the getenv run was given
-// rather than the process environment, so tests can set it.
-type env struct {
-	getenv func(string) string
-	key    string
+// opsHooks let tests fix the ops commands' clock, how soon watch
+// reconnects and where it says so; a binary leaves them zero.
+var opsHooks struct {
+	now    func() time.Time
+	retry  time.Duration
+	stderr io.Writer
 }
-
-func (e env) Lookup() (string, bool) {
-	v := e.getenv(e.key)
-	return v, v != ""
-}
-func (e env) String() string   { return "environment variable " + e.key }
-func (e env) GoString() string { return "env{" + e.key + "}" }
-func (e env) IsFromEnv() bool  { return true }
-
-// Key names the variable, so that --help shows it beside the flag.
-func (e env) Key() string { return e.key }
 
 // twinName is the environment twin of the flag name: FLOWSNAP_ and the name
 // in upper case, dashes as underscores (--max-depth, FLOWSNAP_MAX_DEPTH).
@@ -52,7 +45,7 @@ type binder struct{ getenv func(string) string }
 // environment twin.
 func bind[T, C any, VC cli.ValueCreator[T, C]](b binder, f *cli.FlagBase[T, C, VC], dest *T) *cli.FlagBase[T, C, VC] {
 	f.Destination = dest
-	f.Sources = cli.NewValueSourceChain(env{getenv: b.getenv, key: twinName(f.Name)})
+	f.Sources = opscli.Twin(b.getenv, twinName(f.Name))
 	f.Local = true
 	return f
 }
@@ -179,6 +172,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 		// Errors are returned to main, which prints them once.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Flags:          rootFlags,
+		// `flowsnap completion bash|zsh|fish|pwsh` prints a completion script.
+		EnableShellCompletion: true,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return fmt.Errorf("unknown command %q: see flowsnap --help", cmd.Args().First())
@@ -186,7 +181,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			gcPace(cmd, &demoOpts.serve)
 			return demo(ctx, demoOpts)
 		},
-		Commands: []*cli.Command{
+		Commands: append([]*cli.Command{
 			{
 				Name:  "serve",
 				Usage: "serve an existing engine store, read-only",
@@ -237,7 +232,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					return err
 				})
 			}),
-		},
+		}, opscli.Commands(opscli.Options{Getenv: getenv, Stdout: stdout, Stderr: cmp.Or[io.Writer](opsHooks.stderr, os.Stderr),
+			Now: opsHooks.now, Retry: opsHooks.retry})...),
 	}
 }
 
