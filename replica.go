@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type replicaOptions struct {
 	staleFromPrimary bool
 	checkInterval    time.Duration
 	pgExecMode       string
+	maxLag           snapshot.MaxLag
 }
 
 func replicaFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
@@ -29,6 +31,11 @@ func replicaFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
 		&cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for", Sources: twin("FLOWSNAP_STALE_WAIT"), Local: true},
 		&cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead", Sources: twin("FLOWSNAP_STALE_FROM_PRIMARY"), Local: true},
 		&cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked", Sources: twin("FLOWSNAP_REPLICA_CHECK_INTERVAL"), Local: true},
+		&cli.StringFlag{Name: "max-replica-lag", Value: formatMaxLag(snapshot.DefaultMaxLag), Usage: "how far behind the primary a replica may be and still be read: revisions (1000), time (5s) or both (1000,5s); off for no bound", Sources: twin("FLOWSNAP_MAX_REPLICA_LAG"), Local: true,
+			Validator: func(v string) error {
+				_, err := parseMaxLag(v)
+				return err
+			}},
 		&cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)", Sources: twin("FLOWSNAP_PG_EXEC_MODE"), Local: true},
 	}
 }
@@ -40,13 +47,58 @@ func replicaConfig(cmd *cli.Command) replicaOptions {
 			dsns = append(dsns, v)
 		}
 	}
+	// The flag's validator has refused what parseMaxLag would.
+	maxLag, _ := parseMaxLag(cmd.String("max-replica-lag"))
 	return replicaOptions{
 		dsns:             dsns,
 		staleWait:        cmd.Duration("stale-wait"),
 		staleFromPrimary: cmd.Bool("stale-from-primary"),
 		checkInterval:    cmd.Duration("replica-check-interval"),
 		pgExecMode:       cmd.String("pg-exec-mode"),
+		maxLag:           maxLag,
 	}
+}
+
+// parseMaxLag reads --max-replica-lag: a count of revisions, a duration,
+// or both, comma-separated; off (or 0) for no bound.
+func parseMaxLag(v string) (snapshot.MaxLag, error) {
+	var m snapshot.MaxLag
+	bad := func() (snapshot.MaxLag, error) {
+		return snapshot.MaxLag{}, fmt.Errorf("--max-replica-lag %q: want revisions (1000), a duration (5s), both (1000,5s), or off", v)
+	}
+	if t := strings.TrimSpace(v); t == "off" || t == "0" {
+		return m, nil
+	}
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if n, err := strconv.ParseInt(part, 10, 64); err == nil {
+			if n <= 0 || m.Revisions != 0 {
+				return bad()
+			}
+			m.Revisions = n
+			continue
+		}
+		d, err := time.ParseDuration(part)
+		if err != nil || d <= 0 || m.Time != 0 {
+			return bad()
+		}
+		m.Time = d
+	}
+	return m, nil
+}
+
+func formatMaxLag(m snapshot.MaxLag) string {
+	var parts []string
+	if m.Revisions > 0 {
+		parts = append(parts, strconv.FormatInt(m.Revisions, 10))
+	}
+	if m.Time > 0 {
+		parts = append(parts, m.Time.String())
+	}
+	if len(parts) == 0 {
+		return "off"
+	}
+	return strings.Join(parts, ",")
 }
 
 // openReplicas opens the replicas read-only, without waiting for them to
@@ -81,6 +133,7 @@ func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOption
 	}
 	err := reader.UseReplicas(ctx, dbs, snapshot.ReplicaOptions{
 		StaleWait: ro.staleWait, StaleFromPrimary: ro.staleFromPrimary, CheckInterval: ro.checkInterval,
+		MaxLag: ro.maxLag,
 	})
 	if err != nil {
 		closeAll()
@@ -116,12 +169,14 @@ var (
 	replicaHealthyDesc  = prometheus.NewDesc("flowsnap_replica_healthy", "1 when reads may go to the replica, else 0.", []string{"replica"}, nil)
 	replicaRevisionDesc = prometheus.NewDesc("flowsnap_replica_revision", "The store revision the replica was last seen at.", []string{"replica"}, nil)
 	replicaLagDesc      = prometheus.NewDesc("flowsnap_replica_lag_revisions", "The primary's revision minus the replica's (-1 when unknown).", []string{"replica"}, nil)
+	replicaLagTimeDesc  = prometheus.NewDesc("flowsnap_replica_lag_seconds", "How long ago the primary was first seen at a revision the replica has not reached (0 when it has, or when unknown).", []string{"replica"}, nil)
 )
 
 func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaHealthyDesc
 	ch <- replicaRevisionDesc
 	ch <- replicaLagDesc
+	ch <- replicaLagTimeDesc
 }
 
 func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
@@ -134,5 +189,6 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(replicaHealthyDesc, prometheus.GaugeValue, healthy, name)
 		ch <- prometheus.MustNewConstMetric(replicaRevisionDesc, prometheus.GaugeValue, float64(st.Revision), name)
 		ch <- prometheus.MustNewConstMetric(replicaLagDesc, prometheus.GaugeValue, float64(st.Lag), name)
+		ch <- prometheus.MustNewConstMetric(replicaLagTimeDesc, prometheus.GaugeValue, st.LagTime.Seconds(), name)
 	}
 }
