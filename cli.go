@@ -77,6 +77,20 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
 			&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
 			&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
+			&cli.DurationFlag{Name: "statement-timeout", Value: 2 * time.Second, Usage: "the longest one list or count statement may run before it ends with TIMEOUT (0: only --timeout bounds it)", Sources: twin("FLOWSNAP_STATEMENT_TIMEOUT"), Local: true,
+				Validator: func(v time.Duration) error {
+					if v < 0 {
+						return fmt.Errorf("--statement-timeout %s: want 0 or more", v)
+					}
+					return nil
+				}},
+			&cli.IntFlag{Name: "expensive-reads", Usage: "how many list and count statements run at once; others wait up to --statement-timeout for a turn", DefaultText: "a quarter of --max-readers, at least 1", Sources: twin("FLOWSNAP_EXPENSIVE_READS"), Local: true,
+				Validator: func(v int) error {
+					if v < 0 {
+						return fmt.Errorf("--expensive-reads %d: want 0 or more", v)
+					}
+					return nil
+				}},
 			&cli.IntFlag{Name: "gc-percent", Value: gcpace.DefaultPercent, Usage: "how far the heap grows past what is live before the garbage collector runs, in percent (GOGC's meaning; a GOGC in the environment wins over the default)", Sources: twin("FLOWSNAP_GC_PERCENT"), Local: true},
 		}
 		serveFlags = append(serveFlags, replicaFlags(twin)...)
@@ -99,6 +113,9 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			stdout:          stdout,
 			replica:         replicaConfig(cmd),
 			ready:           ready,
+
+			statementTimeout: cmd.Duration("statement-timeout"),
+			expensiveReads:   int(cmd.Int("expensive-reads")),
 
 			liveInterval:     cmd.Duration("live-interval"),
 			maxSubscriptions: int(cmd.Int("max-subscriptions")),

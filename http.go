@@ -47,6 +47,11 @@ type serveOptions struct {
 	// gcPace, when set, sets the garbage collector's percent (package
 	// gcpace).
 	gcPace func()
+	// statementTimeout bounds each list and count statement, and
+	// expensiveReads how many of them run at once (0: a quarter of the
+	// readers).
+	statementTimeout time.Duration
+	expensiveReads   int
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -88,6 +93,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		reader.SetRunCache(opts.runCacheMB << 20)
 	}
 	reader.OnRead = metrics.ObserveRead
+	lane := opts.expensiveReads
+	if lane <= 0 {
+		lane = snapshot.DefaultLane(db.MaxReaders())
+	}
+	reader.SetStatementLimit(opts.statementTimeout, lane)
 	registerRunCache(reg, reader)
 	replicas, err := openReplicas(ctx, reader, opts)
 	if err != nil {

@@ -299,9 +299,9 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 }
 
 func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor string, order RunOrder) error {
-	rows, err := q.query(sql, args...)
+	rows, err := q.limited(sql, args...)
 	if err != nil {
-		return persistence(err, "listing runs")
+		return persistenceUnlessCoded(err, "listing runs")
 	}
 	defer rows.Close()
 	var ord int64
@@ -318,7 +318,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
 	}
 	if err := rows.Err(); err != nil {
-		return persistence(err, "listing runs")
+		return persistenceUnlessCoded(err, "listing runs")
 	}
 	sort.Slice(page.Edges, func(i, j int) bool {
 		a, b := page.Edges[i], page.Edges[j]
@@ -357,7 +357,7 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		l := f.where(q.dialect())
 		var n int64
 		sql := "SELECT count(*) FROM (" + l.keyset(OldestFirst, nil, int(upTo)+1) + ") AS k"
-		if err := q.each(sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
+		if err := q.eachOf(q.limited, sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
 			return err
 		}
 		out = RunCount{Count: min(n, upTo), Capped: n > upTo}
