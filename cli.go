@@ -10,9 +10,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/flowsnap/flowsnap/endpoint"
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/gcpace"
-	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -286,10 +286,10 @@ func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
 }
 
 // limitFlags are the bounds on one request's document, validation and
-// response (graph.Options); the defaults leave a dashboard's queries far
+// response (endpoint.Options); the defaults leave a dashboard's queries far
 // inside them.
 func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
-	d := graph.DefaultOptions
+	d := endpoint.DefaultOptions
 	return []cli.Flag{
 		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS"), Local: true},
 		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES"), Local: true},
@@ -306,8 +306,8 @@ func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
 	}
 }
 
-func limitConfig(cmd *cli.Command) graph.Options {
-	return graph.Options{
+func limitConfig(cmd *cli.Command) endpoint.Options {
+	return endpoint.Options{
 		MaxTokens:          cmd.Int("max-tokens"),
 		MaxNodes:           cmd.Int("max-nodes"),
 		MaxFields:          cmd.Int("max-fields"),

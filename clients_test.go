@@ -289,7 +289,7 @@ func serveDemo(t *testing.T) (string, demoRuns) {
 	return url, runs
 }
 
-// TestClientsAgainstAServedStore runs the JavaScript clients the README
+// TestClientsAgainstAServedStore runs the JavaScript clients docs/clients.md
 // documents, set up as it says, against a served store: relay-compiler
 // accepts @connection on every connection and @refetchable on Run, and the
 // operations it writes run; Apollo Client and urql return exactly what the
@@ -434,10 +434,10 @@ func TestClientsAgainstAServedStore(t *testing.T) {
 				// fragment on the union matches nothing and only __typename is
 				// left; without typePolicies one run's step overwrites another's.
 				if run := res.WithoutPossibleTypes["run"].(map[string]any); len(run) != 1 || run["__typename"] != "Run" {
-					t.Errorf("without possibleTypes, run = %v; the README's reason for it no longer holds", run)
+					t.Errorf("without possibleTypes, run = %v; docs/clients.md's reason for it no longer holds", run)
 				}
 				if reflect.DeepEqual(withoutTypename(res.WithoutTypePolicies["runs"]), want.(map[string]any)["runs"]) {
-					t.Error("without typePolicies the steps of two runs came back right; the README's reason for them no longer holds")
+					t.Error("without typePolicies the steps of two runs came back right; docs/clients.md's reason for them no longer holds")
 				}
 			})
 		}
@@ -511,7 +511,7 @@ func (c clientCase) want() (string, map[string]any) {
 }
 
 // deliberateAuditWarnings are the graphql-http audits flowsnap warns on by
-// design, by audit id, with the reason; the README's Clients section lists
+// design, by audit id, with the reason; docs/clients.md lists
 // them too.
 var deliberateAuditWarnings = map[string]string{}
 
@@ -546,18 +546,18 @@ func relayOperations(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// TestReadmeClientSetupsAreWhatTheTestsRun holds the README's client
+// TestReadmeClientSetupsAreWhatTheTestsRun holds docs/clients.md's client
 // setups to the files TestClientsAgainstAServedStore runs: every code block
 // of its "JavaScript clients" section appears, as written, in one of them.
 func TestReadmeClientSetupsAreWhatTheTestsRun(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n### JavaScript clients")
+	_, section, ok := strings.Cut(string(readme), "\n## JavaScript clients")
 	if !ok {
-		t.Fatal("README.md has no JavaScript clients section")
+		t.Fatal("docs/clients.md has no JavaScript clients section")
 	}
 	if loc := regexp.MustCompile(`\n#{1,3} `).FindStringIndex(section); loc != nil {
 		section = section[:loc[0]]
@@ -579,7 +579,7 @@ func TestReadmeClientSetupsAreWhatTheTestsRun(t *testing.T) {
 	}
 	for _, b := range blocks {
 		if !slices.ContainsFunc(sources, func(s string) bool { return strings.Contains(s, b[1]) }) {
-			t.Errorf("this README block is in no file under clients/:\n%s", b[1])
+			t.Errorf("this docs/clients.md block is in no file under clients/:\n%s", b[1])
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/cors"
 
-	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/endpoint"
 )
 
 // withCORS lets pages on the given origins call next from a browser ("*":
@@ -27,7 +27,7 @@ func withCORS(next http.Handler, origins []string) http.Handler {
 	c := cors.New(cors.Options{
 		AllowedOrigins: origins,
 		AllowedMethods: []string{http.MethodGet, http.MethodPost},
-		AllowedHeaders: []string{"Content-Type", "Accept", "If-None-Match", graph.MinRevisionHeader},
+		AllowedHeaders: []string{"Content-Type", "Accept", "If-None-Match", endpoint.MinRevisionHeader},
 		ExposedHeaders: []string{"ETag"},
 		MaxAge:         600,
 	})

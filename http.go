@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/flowsnap/flowsnap/graph"
+	"github.com/flowsnap/flowsnap/endpoint"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -33,8 +33,8 @@ type serveOptions struct {
 	runCacheMB  int
 	logFormat   string
 	corsOrigins []string
-	// limits holds the request bounds of graph.Options (the Max* fields).
-	limits  graph.Options
+	// limits holds the request bounds of endpoint.Options (the Max* fields).
+	limits  endpoint.Options
 	stdout  io.Writer
 	replica replicaOptions
 
@@ -87,7 +87,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	metrics.Read(gcPercent)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := graph.NewMetrics(reg)
+	metrics := endpoint.NewMetrics(reg)
 	reader := snapshot.NewReader(db)
 	if db.Dialect().InProcess() {
 		reader.SetRunCache(opts.runCacheMB << 20)
@@ -131,7 +131,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.Live = watcher
 	hm := newHTTPMetrics(reg, db)
 	compress := compressor()
-	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(graph.NewHandler(reader, gopts), opts.corsOrigins))))
+	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(endpoint.NewHandler(reader, gopts), opts.corsOrigins))))
 	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})))

@@ -14,7 +14,7 @@ import (
 	"github.com/flowsnap/flowsnap/store"
 )
 
-// replicaOptions are serve's flags of SPEC §9: where reads go, and how
+// replicaOptions are serve's flags of docs/contract.md#replicas: where reads go, and how
 // long a read waits for a replica that lags.
 type replicaOptions struct {
 	dsns             []string

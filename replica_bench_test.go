@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowsnap/flowsnap/endpoint"
 	"github.com/flowsnap/flowsnap/engine"
-	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/pgreplica"
@@ -62,7 +62,7 @@ func BenchmarkReplicaReads(b *testing.B) {
 				}
 				go reader.WatchReplicas(ctx)
 			}
-			h := graph.NewHandler(reader, graph.Options{})
+			h := endpoint.NewHandler(reader, endpoint.Options{})
 			// The engine writes while the reads run.
 			simCtx, stopSim := context.WithCancel(ctx)
 			simDone := make(chan error, 1)

@@ -1,4 +1,4 @@
-// Runs one query through Apollo Client, set up as the README says, and
+// Runs one query through Apollo Client, set up as docs/clients.md says, and
 // prints what Apollo returns as JSON: {configured: {data, codes},
 // withoutPossibleTypes, withoutTypePolicies, warnings}, codes being the
 // errors' extensions.code. The two other clients each leave out one
@@ -18,7 +18,7 @@ if (!url || !source) {
   process.exit(2);
 }
 
-// The README's setup, from one introspection query:
+// The setup docs/clients.md shows, from one introspection query:
 //   - possibleTypes: every union and interface with the types that make it
 //     up. Without it Apollo cannot tell that a Run is a Snapshot, and a
 //     fragment on Snapshot matches nothing.

@@ -1,4 +1,4 @@
-// Runs one query through urql with Graphcache, set up as the README says,
+// Runs one query through urql with Graphcache, set up as docs/clients.md says,
 // and prints {data, codes, networkError, warnings} as JSON: codes are the
 // GraphQL errors' extensions.code, warnings what urql wrote to the console.
 // VARIABLES_JSON may be an array: then the query runs once per element, in
@@ -16,7 +16,7 @@ if (!url || !source) {
   process.exit(2);
 }
 
-// The README's setup: Graphcache given the schema by introspection, so it
+// The setup docs/clients.md shows: Graphcache given the schema by introspection, so it
 // matches fragments on the Snapshot union and the Step interface exactly.
 // Only Node types (runs, by their global id) are normalized; every other
 // object is kept inside its parent: a step's, an attempt's or an inbound

@@ -18,7 +18,7 @@
 //
 //	field    encoding
 //	version  1 byte, 0x01
-//	kind     1 byte: 1 children, 2 rounds, 3 steps, 4 inboundEvents, 5 events, 6 list
+//	kind     1 byte: 1 children, 2 rounds, 3 steps, 4 inboundEvents, 5 events, 6 list, 7 flows
 //	ordinal  uvarint (encoding/binary), 0..2^53-1
 //	source   uvarint byte length, then that many bytes of UTF-8
 //	anchor   uvarint byte length, then that many bytes of UTF-8
@@ -30,7 +30,7 @@
 //	revision uvarint, 1..2^53-1: the store revision the page was read at
 //
 // A cursor carries the revision it was issued at so that a page after it is
-// never read at an older position (SPEC §9): a cursor without a revision
+// never read at an older position (docs/contract.md#replicas): a cursor without a revision
 // (Revision 0) is written as version 1, and a version 2 cursor with revision 0
 // is refused, so each cursor still has one spelling. Version 1 cursors stay
 // valid; they carry no minimum. A children cursor of a 32-character source with
@@ -58,6 +58,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -106,6 +107,11 @@ const (
 	// digest of the list's canonical filter and order, so the cursor
 	// continues only the list it came from.
 	List Kind = "list"
+	// Flows is the list of distinct flow names, in code-point order:
+	// Ordinal is 0, Last the page's last flow name (any non-empty text,
+	// not an id), and Anchor the digest of the list's prefix, so the
+	// cursor continues only the list it came from.
+	Flows Kind = "flows"
 )
 
 // lastRule says whether a kind's ordinal needs a tie-breaker.
@@ -114,6 +120,7 @@ type lastRule uint8
 const (
 	lastRequired lastRule = iota // ordinals repeat; Last orders equal ones
 	lastEmpty                    // ordinals are unique; Last must be empty
+	lastName                     // Last alone orders items: a non-empty name, not held to the id rule
 )
 
 // kindSpec is one row of the kind table.
@@ -132,6 +139,7 @@ var kinds = [...]kindSpec{
 	{InboundEvents, 4, lastRequired},
 	{Events, 5, lastEmpty},
 	{List, 6, lastRequired},
+	{Flows, 7, lastName},
 }
 
 func specOfKind(k Kind) (kindSpec, bool) {
@@ -255,12 +263,18 @@ func (c Cursor) Validate() error {
 	// Anchor and Last reach SQL as ids: they must keep the id rule
 	// (vocab.IDProblem), so a forged cursor fails here and never in the
 	// database. Last may be empty; the kind's rule below says when.
+	// A name reaches SQL only as a bound value, compared as text: it keeps
+	// no rule but being valid UTF-8, not empty and without NUL.
 	for _, f := range [...]struct{ name, value string }{{"anchor", c.Anchor}, {"last", c.Last}} {
-		if msg := vocab.IDProblem(f.value); msg != "" && f.value != "" {
+		if msg := vocab.IDProblem(f.value); msg != "" && f.value != "" && !(f.name == "last" && spec.last == lastName) {
 			return bad("cursor field %s %s", f.name, msg)
 		}
 	}
 	switch {
+	case spec.last == lastName && c.Last == "":
+		return bad("cursor field last is empty, but %s cursors need the page's last name", c.Kind)
+	case spec.last == lastName && strings.IndexByte(c.Last, 0) >= 0:
+		return bad("cursor field last must not contain NUL")
 	case spec.last == lastRequired && c.Last == "":
 		return bad("cursor field last is empty, but %s cursors need the id of the page's last item", c.Kind)
 	case spec.last == lastEmpty && c.Last != "":
@@ -448,6 +462,8 @@ func (c Cursor) Check(source, anchor string, kind Kind) error {
 		return bad("cursor is for %s, not %s", kindName(c.Kind), kindName(kind))
 	case c.Anchor != anchor && kind == List:
 		return bad("cursor belongs to a list with another filter or order")
+	case c.Anchor != anchor && kind == Flows:
+		return bad("cursor belongs to a list of flows with another prefix")
 	case c.Anchor != anchor:
 		return bad("cursor belongs to the %s of run %s, not of run %s", kindName(kind), vocab.Quote(c.Anchor), vocab.Quote(anchor))
 	}

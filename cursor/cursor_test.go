@@ -69,6 +69,7 @@ func TestEncodeThenDecodeGivesTheSameCursor(t *testing.T) {
 		{"an inbound events cursor", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.InboundEvents, Ordinal: 1_767_225_600_000, Last: "evt-9"}},
 		{"an events cursor without a tie-breaker", cursor.Cursor{Source: source, Anchor: "run-1", Kind: cursor.Events, Ordinal: 42}},
 		{"a list cursor bound to a filter's digest", cursor.Cursor{Source: source, Anchor: "3f0c2a9d41b7e6058c1d2e3f4a5b6c7d", Kind: cursor.List, Ordinal: 1_764_470_802_123, Last: "run-42"}},
+		{"a flows cursor after a long name", cursor.Cursor{Source: source, Anchor: "3f0c2a9d41b7e6058c1d2e3f4a5b6c7d", Kind: cursor.Flows, Last: strings.Repeat("billing ", 500) + "\U0010FFFF"}},
 		{"ids with non-ASCII characters", cursor.Cursor{Source: "s", Anchor: "ラン/1 ✓", Kind: cursor.Children, Ordinal: 127, Last: "\U0001F600 child"}},
 		{"ids of 1024 UTF-16 code units", cursor.Cursor{Source: source, Anchor: strings.Repeat("a", 1024), Kind: cursor.Rounds, Ordinal: 128, Last: strings.Repeat("𝄞", 512)}},
 	} {
@@ -103,6 +104,7 @@ func TestVersion1EncodingIsStable(t *testing.T) {
 		{cursor.Cursor{Source: "src", Anchor: "run", Kind: cursor.InboundEvents, Ordinal: 1, Last: "e"}, "AQQBA3NyYwNydW4BZQ"},
 		{cursor.Cursor{Source: "src", Anchor: "run", Kind: cursor.Events, Ordinal: 2}, "AQUCA3NyYwNydW4A"},
 		{cursor.Cursor{Source: "src", Anchor: "digest", Kind: cursor.List, Ordinal: 5, Last: "r"}, "AQYFA3NyYwZkaWdlc3QBcg"},
+		{cursor.Cursor{Source: "src", Anchor: "digest", Kind: cursor.Flows, Last: "billing"}, "AQcAA3NyYwZkaWdlc3QHYmlsbGluZw"},
 	} {
 		t.Run(string(tc.c.Kind)+" cursors keep their encoding", func(t *testing.T) {
 			t.Parallel()
@@ -276,6 +278,8 @@ func TestCheckRefusesACursorUsedElsewhere(t *testing.T) {
 		{"a long anchor id is cut in the message", cursor.Cursor{Source: source, Anchor: long, Kind: cursor.Children, Last: "x"}, source, "run-b", cursor.Children, `of run "` + strings.Repeat("€", 64) + `"…, not of run "run-b"`},
 		{"a long source is cut in the message", cursor.Cursor{Source: long, Anchor: "run-a", Kind: cursor.Children, Last: "x"}, source, "run-a", cursor.Children, `(source "` + strings.Repeat("€", 64) + `"…, this store`},
 		{"a list cursor of another filter or order is refused", cursor.Cursor{Source: source, Anchor: "digest-a", Kind: cursor.List, Last: "x"}, source, "digest-b", cursor.List, "cursor belongs to a list with another filter or order"},
+		{"a flows cursor of another prefix is refused", cursor.Cursor{Source: source, Anchor: "digest-a", Kind: cursor.Flows, Last: "x"}, source, "digest-b", cursor.Flows, "cursor belongs to a list of flows with another prefix"},
+		{"a flows cursor is refused on a list of runs", cursor.Cursor{Source: source, Anchor: "digest-a", Kind: cursor.Flows, Last: "x"}, source, "digest-a", cursor.List, "cursor is for flows, not list"},
 		{"a list cursor is refused on children", cursor.Cursor{Source: source, Anchor: "digest-a", Kind: cursor.List, Last: "x"}, source, "run-a", cursor.Children, "cursor is for list, not children"},
 		{"an unknown kind in a hand-made cursor is quoted", cursor.Cursor{Source: source, Anchor: "run-a", Kind: "runz", Last: "x"}, source, "run-a", cursor.Children, `cursor is for "runz", not children`},
 	} {
@@ -339,6 +343,9 @@ func TestAnInvalidCursorEncodesToOneDecodeRefuses(t *testing.T) {
 		{"a last id with a NUL", with(func(c *cursor.Cursor) { c.Last = "kid\x00" }), "field last must not contain NUL"},
 		{"an anchor with a NUL", with(func(c *cursor.Cursor) { c.Anchor = "\x00run" }), "field anchor must not contain NUL"},
 		{"a last id of 1025 UTF-16 code units", with(func(c *cursor.Cursor) { c.Last = strings.Repeat("\U0001F600", 512) + "x" }), "more than 1024 UTF-16 code units"},
+		{"a flows cursor without a name", with(func(c *cursor.Cursor) { c.Kind, c.Last = cursor.Flows, "" }), "need the page's last name"},
+		{"a flows cursor with a NUL in its name", with(func(c *cursor.Cursor) { c.Kind, c.Last = cursor.Flows, "a\x00b" }), "field last must not contain NUL"},
+		{"a flows cursor whose name is not UTF-8", with(func(c *cursor.Cursor) { c.Kind, c.Last = cursor.Flows, "a\xffb" }), "field last is not valid UTF-8"},
 	} {
 		t.Run(tc.name+" is refused by Validate and by Decode", func(t *testing.T) {
 			t.Parallel()

@@ -33,9 +33,13 @@ const (
 )
 
 // Stale: no copy of the store flowsnap may read has reached the revision a
-// request asked for (SPEC §9) within the time it may wait; the client may
+// request asked for (docs/contract.md#replicas) within the time it may wait; the client may
 // retry. Details carries the revision that was available.
 const Stale Code = "STALE"
+
+// SubscriptionLimit: the server already serves as many subscriptions as it
+// may.
+const SubscriptionLimit Code = "SUBSCRIPTION_LIMIT"
 
 // Error is an error with a code. Message is safe to show a client; Err, when
 // set, is the underlying cause, for logs only.

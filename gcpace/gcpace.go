@@ -5,10 +5,10 @@
 // is sent, while what the server keeps live (its caches, its connections)
 // is a few MiB. At the runtime's default pace (GOGC=100: collect when the
 // heap has grown by as much as is live) that is a collection every few
-// hundred requests, and collecting was a fifth of a small query's CPU. At
-// DefaultPercent the heap grows to three times what is live before it is
-// collected: half the collections for a few MiB more memory (within
-// 64 MiB at 64 clients, README "Benchmarks").
+// hundred requests, and collecting is a large share of a small query's
+// CPU. At DefaultPercent the heap grows to three times what is live before
+// it is collected: half the collections for a few MiB more memory
+// (docs/benchmarks.md#load-cpu-per-request).
 package gcpace
 
 import (

@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/flowsnap/flowsnap/endpoint/record"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
@@ -36,32 +37,16 @@ func elementErrors(err error) func(i int) error {
 	return func(i int) error { return list[i] }
 }
 
-// placeAt places the values and per-key errors of a loader's get over a
-// subset of n parents, at the indexes at, onto the list of n parents.
-func placeAt[V any](got []V, err error, at []int, n int) ([]V, error) {
-	out := make([]V, n)
-	for k, i := range at {
-		out[i] = got[k]
-	}
-	if err == nil {
-		return out, nil
-	}
-	errs, of := make([]error, n), elementErrors(err)
-	for k, i := range at {
-		errs[i] = of(k)
-	}
-	return out, graphql.BatchErrorList(errs)
-}
-
 // gqlgen's own codes, which the API reports with its codes.
 const (
 	gqlgenComplexity = "COMPLEXITY_LIMIT_EXCEEDED"
 )
 
-// presenter is the one place errors become what a client sees: every error
+// Presenter is the one place errors become what a client sees: every error
 // gets an extensions.code of the API, and a message free of SQL, paths and
-// secrets. Causes are logged, never shown.
-func presenter() graphql.ErrorPresenterFunc {
+// secrets. Causes go to the request's record (record.Reporter), to be
+// logged, never shown.
+func Presenter() graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		ge := graphql.DefaultErrorPresenter(ctx, err)
 		if ge.Extensions == nil {
@@ -76,7 +61,7 @@ func presenter() graphql.ErrorPresenterFunc {
 				inner = gq.Err // an element error: its path is in ge already
 			}
 			code := fault.CodeOf(inner)
-			ge.Message = clip(fault.MessageOf(inner))
+			ge.Message = record.Clip(fault.MessageOf(inner))
 			ge.Extensions["code"] = string(code)
 			if fe.RunID != "" {
 				ge.Extensions["runId"] = fe.RunID
@@ -85,10 +70,10 @@ func presenter() graphql.ErrorPresenterFunc {
 				ge.Extensions[k] = v
 			}
 			// The cause goes in the request's one (rate-limited) log line.
-			rec := recordOf(ctx)
-			rec.refuse(reasonOf(code), code, ge.Message)
+			rec := record.ReporterOf(ctx)
+			rec.Refuse(record.ReasonOf(code), code, ge.Message)
 			if fe.Err != nil {
-				rec.setCause(fe.Err.Error())
+				rec.SetCause(fe.Err.Error())
 			}
 			if code == fault.Internal {
 				ge.Message = "internal error"
@@ -96,16 +81,16 @@ func presenter() graphql.ErrorPresenterFunc {
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 			ge.Message = fault.MessageOf(err)
 			ge.Extensions["code"] = string(fault.Timeout)
-			recordOf(ctx).refuse("timeout", fault.Timeout, ge.Message)
+			record.ReporterOf(ctx).Refuse("timeout", fault.Timeout, ge.Message)
 		case errors.As(err, &gq):
 			// gqlgen's own: parse and validation errors, arguments and
 			// scalars that do not fit, limits. Their messages are about the
 			// request, safe to show.
-			ge.Message = clip(ge.Message)
+			ge.Message = record.Clip(ge.Message)
 			switch code, _ := gq.Extensions["code"].(string); code {
 			case gqlgenComplexity, string(fault.ComplexityLimit):
 				ge.Extensions["code"] = string(fault.ComplexityLimit)
-				recordOf(ctx).refuse("complexity", fault.ComplexityLimit, ge.Message)
+				record.ReporterOf(ctx).Refuse("complexity", fault.ComplexityLimit, ge.Message)
 			case string(fault.Timeout):
 			default:
 				reason := "input"
@@ -119,22 +104,22 @@ func presenter() graphql.ErrorPresenterFunc {
 					ge.Extensions["reason"] = code
 				}
 				ge.Extensions["code"] = string(fault.BadUserInput)
-				recordOf(ctx).refuse(reason, fault.BadUserInput, ge.Message)
+				record.ReporterOf(ctx).Refuse(reason, fault.BadUserInput, ge.Message)
 			}
 		default:
 			ge.Message = "internal error"
 			ge.Extensions["code"] = string(fault.Internal)
-			rec := recordOf(ctx)
-			rec.refuse("internal", fault.Internal, ge.Message)
-			rec.setCause(err.Error())
+			rec := record.ReporterOf(ctx)
+			rec.Refuse("internal", fault.Internal, ge.Message)
+			rec.SetCause(err.Error())
 		}
 		return ge
 	}
 }
 
-// recoverer turns a panic in a resolver into an internal error for that
+// Recoverer turns a panic in a resolver into an internal error for that
 // field, logged with its value.
-func recoverer(log *slog.Logger) graphql.RecoverFunc {
+func Recoverer(log *slog.Logger) graphql.RecoverFunc {
 	return func(ctx context.Context, p any) error {
 		log.LogAttrs(ctx, slog.LevelError, "resolver panic", slog.Any("panic", p))
 		return fault.Errorf(fault.Internal, "internal error")

@@ -282,7 +282,7 @@ func (ec *executionContext) unmarshalInputRunFilter(ctx context.Context, obj any
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"status", "flowName", "parentRunId", "executionParentId", "lineageId", "waitingReason", "waitingKind", "createdAfter", "createdBefore", "rootsOnly", "cancelRequested", "heartbeatBefore"}
+	fieldsInOrder := [...]string{"status", "flowName", "parentRunId", "executionParentId", "lineageId", "waitingReason", "waitingKind", "createdAfter", "createdBefore", "rootsOnly", "cancelRequested", "heartbeatBefore", "finishedAfter", "finishedBefore"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -373,6 +373,20 @@ func (ec *executionContext) unmarshalInputRunFilter(ctx context.Context, obj any
 				return it, err
 			}
 			it.HeartbeatBefore = data
+		case "finishedAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedAfter"))
+			data, err := ec.unmarshalODateTime2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedAfter = data
+		case "finishedBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishedBefore"))
+			data, err := ec.unmarshalODateTime2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishedBefore = data
 		}
 	}
 	return it, nil

@@ -8,19 +8,20 @@ package graph
 import (
 	"context"
 
+	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
 // Run is the batch resolver for the run field.
 func (r *changeResolver) Run(ctx context.Context, objs []*snapshot.Change) ([]snapshot.Snapshot, error) {
-	return loadersFrom(ctx).runs.get(ctx, changeRunKeys(objs))
+	return plan.ChangedRuns(ctx, objs)
 }
 
 // Changes is the resolver for the changes field.
 func (r *queryResolver) Changes(ctx context.Context, since int64, source *string, first *int) (*snapshot.ChangeFeed, error) {
 	feed, err := r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: first})
 	if err == nil {
-		readAheadBelow(ctx, feed)
+		plan.ReadAheadBelow(ctx, feed)
 	}
 	return feed, err
 }
@@ -35,26 +36,19 @@ func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter
 		req.Order = *order
 	}
 	if after != nil && *after == "" {
-		req.After = nil // SPEC §3.1: an empty cursor is no cursor
+		req.After = nil // docs/contract.md#client-conventions: an empty cursor is no cursor
 	}
 	page, err := r.Reader.ListRuns(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	readAheadBelow(ctx, page)
+	plan.ReadAheadBelow(ctx, page)
 	return page, nil
 }
 
 // CountRuns is the resolver for the countRuns field.
 func (r *queryResolver) CountRuns(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) (*snapshot.RunCount, error) {
-	var f snapshot.RunFilter
-	if filter != nil {
-		f = *filter
-	}
-	n := int64(snapshot.DefaultCountUpTo)
-	if upTo != nil {
-		n = *upTo
-	}
+	f, n := countArgs(filter, upTo)
 	c, err := r.Reader.CountRuns(ctx, f, n)
 	if err != nil {
 		return nil, err

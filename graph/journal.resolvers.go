@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -23,22 +24,22 @@ func (r *inboundEventEdgeResolver) Node(ctx context.Context, obj *snapshot.Inbou
 
 // Steps is the batch resolver for the steps field.
 func (r *runResolver) Steps(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.StepPage, error) {
-	return loadersFrom(ctx).journal().steps.get(ctx, journalPageKeys(objs, first, after))
+	return plan.Steps(ctx, objs, first, after)
 }
 
 // CurrentStep is the batch resolver for the currentStep field.
 func (r *runResolver) CurrentStep(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Step, error) {
-	return loadersFrom(ctx).journal().current.get(ctx, objs)
+	return plan.CurrentSteps(ctx, objs)
 }
 
 // InboundEvents is the batch resolver for the inboundEvents field.
 func (r *runResolver) InboundEvents(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.InboundEventPage, error) {
-	return loadersFrom(ctx).journal().inbound.get(ctx, journalPageKeys(objs, first, after))
+	return plan.InboundEvents(ctx, objs, first, after)
 }
 
 // Events is the batch resolver for the events field.
 func (r *runResolver) Events(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.RunEventPage, error) {
-	return loadersFrom(ctx).journal().runEvents.get(ctx, journalPageKeys(objs, first, after))
+	return plan.RunEvents(ctx, objs, first, after)
 }
 
 // Nodes is the resolver for the nodes field.
@@ -53,12 +54,12 @@ func (r *runEventEdgeResolver) Node(ctx context.Context, obj *snapshot.RunEventE
 
 // ParentStep is the batch resolver for the parentStep field.
 func (r *runStepResolver) ParentStep(ctx context.Context, objs []*snapshot.RunStep) ([]snapshot.Step, error) {
-	return parentSteps(ctx, objs)
+	return plan.ParentSteps(ctx, objs)
 }
 
 // Attempts is the resolver for the attempts field.
 func (r *runStepResolver) Attempts(ctx context.Context, obj *snapshot.RunStep, last *int) ([]*snapshot.Attempt, error) {
-	list, err := loadersFrom(ctx).journal().attempts.one(ctx, newAttemptsKey(obj.Key(), last))
+	list, err := plan.Attempts(ctx, obj.Key(), last)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (r *runStepResolver) Attempts(ctx context.Context, obj *snapshot.RunStep, l
 
 // ParentStep is the batch resolver for the parentStep field.
 func (r *sleepStepResolver) ParentStep(ctx context.Context, objs []*snapshot.SleepStep) ([]snapshot.Step, error) {
-	return parentSteps(ctx, objs)
+	return plan.ParentSteps(ctx, objs)
 }
 
 // Nodes is the resolver for the nodes field.
@@ -82,7 +83,7 @@ func (r *stepEdgeResolver) Node(ctx context.Context, obj *snapshot.StepEdge) (sn
 
 // ParentStep is the batch resolver for the parentStep field.
 func (r *waitStepResolver) ParentStep(ctx context.Context, objs []*snapshot.WaitStep) ([]snapshot.Step, error) {
-	return parentSteps(ctx, objs)
+	return plan.ParentSteps(ctx, objs)
 }
 
 // InboundEventConnection returns InboundEventConnectionResolver implementation.

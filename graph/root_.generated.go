@@ -85,6 +85,11 @@ type ComplexityRoot struct {
 		Owner     func(childComplexity int) int
 	}
 
+	FlowConnection struct {
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
 	InboundEvent struct {
 		ClaimedAt  func(childComplexity int) int
 		ClaimedBy  func(childComplexity int) int
@@ -133,10 +138,12 @@ type ComplexityRoot struct {
 	Query struct {
 		Changes   func(childComplexity int, since int64, source *string, first *int) int
 		CountRuns func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
+		Flows     func(childComplexity int, first *int, after *string, prefix *string) int
 		ListRuns  func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
 		Node      func(childComplexity int, id string) int
 		Position  func(childComplexity int) int
 		Run       func(childComplexity int, id string) int
+		RunStats  func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
 		Runs      func(childComplexity int, ids []string) int
 	}
 
@@ -225,6 +232,12 @@ type ComplexityRoot struct {
 		State        func(childComplexity int) int
 		Type         func(childComplexity int) int
 		WakeAt       func(childComplexity int) int
+	}
+
+	StatusCount struct {
+		Capped func(childComplexity int) int
+		Count  func(childComplexity int) int
+		Status func(childComplexity int) int
 	}
 
 	StepConnection struct {
@@ -424,6 +437,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Claim.Owner(childComplexity), true
 
+	case "FlowConnection.nodes":
+		if e.ComplexityRoot.FlowConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlowConnection.Nodes(childComplexity), true
+	case "FlowConnection.pageInfo":
+		if e.ComplexityRoot.FlowConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlowConnection.PageInfo(childComplexity), true
+
 	case "InboundEvent.claimedAt":
 		if e.ComplexityRoot.InboundEvent.ClaimedAt == nil {
 			break
@@ -597,6 +623,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.CountRuns(childComplexity, args["filter"].(*snapshot.RunFilter), args["upTo"].(*int64)), true
+	case "Query.flows":
+		if e.ComplexityRoot.Query.Flows == nil {
+			break
+		}
+
+		args, err := ec.field_Query_flows_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Flows(childComplexity, args["first"].(*int), args["after"].(*string), args["prefix"].(*string)), true
 
 	case "Query.listRuns":
 		if e.ComplexityRoot.Query.ListRuns == nil {
@@ -637,6 +674,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Run(childComplexity, args["id"].(string)), true
+	case "Query.runStats":
+		if e.ComplexityRoot.Query.RunStats == nil {
+			break
+		}
+
+		args, err := ec.field_Query_runStats_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RunStats(childComplexity, args["filter"].(*snapshot.RunFilter), args["upTo"].(*int64)), true
 	case "Query.runs":
 		if e.ComplexityRoot.Query.Runs == nil {
 			break
@@ -1048,6 +1096,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SleepStep.WakeAt(childComplexity), true
 
+	case "StatusCount.capped":
+		if e.ComplexityRoot.StatusCount.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StatusCount.Capped(childComplexity), true
+	case "StatusCount.count":
+		if e.ComplexityRoot.StatusCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StatusCount.Count(childComplexity), true
+	case "StatusCount.status":
+		if e.ComplexityRoot.StatusCount.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StatusCount.Status(childComplexity), true
+
 	case "StepConnection.edges":
 		if e.ComplexityRoot.StepConnection.Edges == nil {
 			break
@@ -1288,7 +1355,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "find.graphqls" "journal.graphqls" "schema.graphqls" "subscription.graphqls"
+//go:embed "find.graphqls" "journal.graphqls" "ops.graphqls" "schema.graphqls" "subscription.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1302,6 +1369,7 @@ func sourceData(filename string) string {
 var sources = []*ast.Source{
 	{Name: "find.graphqls", Input: sourceData("find.graphqls"), BuiltIn: false},
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
+	{Name: "ops.graphqls", Input: sourceData("ops.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
 }
@@ -1391,6 +1459,16 @@ func (ec *executionContext) childFields_Claim(ctx context.Context, field graphql
 		return ec.fieldContext_Claim_claimedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Claim", field.Name)
+}
+
+func (ec *executionContext) childFields_FlowConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_FlowConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_FlowConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FlowConnection", field.Name)
 }
 
 func (ec *executionContext) childFields_InboundEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1539,6 +1617,18 @@ func (ec *executionContext) childFields_RunEventEdge(ctx context.Context, field 
 		return ec.fieldContext_RunEventEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunEventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_StatusCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "status":
+		return ec.fieldContext_StatusCount_status(ctx, field)
+	case "count":
+		return ec.fieldContext_StatusCount_count(ctx, field)
+	case "capped":
+		return ec.fieldContext_StatusCount_capped(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type StatusCount", field.Name)
 }
 
 func (ec *executionContext) childFields_StepConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -22,13 +23,12 @@ func (r *queryResolver) Position(ctx context.Context) (*snapshot.Position, error
 
 // Run is the resolver for the run field.
 func (r *queryResolver) Run(ctx context.Context, id string) (snapshot.Snapshot, error) {
-	l := readAhead(ctx)
-	return l.runs.one(ctx, id)
+	return plan.Run(ctx, id)
 }
 
 // Runs is the resolver for the runs field.
 func (r *queryResolver) Runs(ctx context.Context, ids []string) ([]snapshot.Snapshot, error) {
-	keys, err := runsKeys(ids)
+	keys, err := plan.RunsKeys(ids)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (r *queryResolver) Runs(ctx context.Context, ids []string) ([]snapshot.Snap
 		_, err := r.Reader.Position(ctx)
 		return []snapshot.Snapshot{}, err
 	}
-	got, err := readAhead(ctx).runs.get(ctx, keys)
+	got, err := plan.Runs(ctx, keys)
 	errs := elementErrors(err)
 	for i := range got {
 		got[i] = elementResult(ctx, i, got[i], errs(i))
@@ -53,19 +53,17 @@ func (r *queryResolver) Node(ctx context.Context, id string) (snapshot.Snapshot,
 
 // Parent is the batch resolver for the parent field.
 func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Snapshot, error) {
-	keys, at := parentKeys(objs)
-	got, err := loadersFrom(ctx).runs.get(ctx, keys)
-	return placeAt(got, err, at, len(objs))
+	return plan.Parents(ctx, objs)
 }
 
 // Children is the batch resolver for the children field.
 func (r *runResolver) Children(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
-	return loadersFrom(ctx).pages.get(ctx, childrenKeys(objs, first, after))
+	return plan.Children(ctx, objs, first, after)
 }
 
 // Rounds is the batch resolver for the rounds field.
 func (r *runResolver) Rounds(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error) {
-	return loadersFrom(ctx).pages.get(ctx, roundsKeys(objs, first, after))
+	return plan.Rounds(ctx, objs, first, after)
 }
 
 // Nodes is the resolver for the nodes field.

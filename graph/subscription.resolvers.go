@@ -16,7 +16,7 @@ import (
 
 // Position is the resolver for the position field.
 func (r *subscriptionResolver) Position(ctx context.Context) (<-chan *snapshot.Position, error) {
-	return watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.Position, int64, bool, error) {
+	return live.Watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.Position, int64, bool, error) {
 		p, err := r.Reader.Position(ctx)
 		if err != nil {
 			return nil, 0, false, err
@@ -30,7 +30,7 @@ func (r *subscriptionResolver) Run(ctx context.Context, id string) (<-chan snaps
 	if err := vocab.CheckID("an id", id); err != nil {
 		return nil, err
 	}
-	return watch(ctx, func(s *live.Sub) { s.WatchRun(id) }, func(ctx context.Context) (snapshot.Snapshot, int64, bool, error) {
+	return live.Watch(ctx, func(s *live.Sub) { s.WatchRun(id) }, func(ctx context.Context) (snapshot.Snapshot, int64, bool, error) {
 		snap, err := r.Reader.Run(ctx, id)
 		return snap, revisionOf(snap), false, err
 	})
@@ -41,7 +41,7 @@ func (r *subscriptionResolver) Changes(ctx context.Context, since int64, source 
 	if since < 0 {
 		return nil, fault.Errorf(fault.BadUserInput, "since must not be negative, got %d", since)
 	}
-	return watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.ChangeFeed, int64, bool, error) {
+	return live.Watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.ChangeFeed, int64, bool, error) {
 		feed, err := r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: &changesBatch})
 		if err != nil {
 			return nil, 0, false, err

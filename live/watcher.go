@@ -18,7 +18,7 @@ import (
 
 // SubscriptionLimit is the code of the error a subscription gets when the
 // server already serves as many as it may.
-const SubscriptionLimit fault.Code = "SUBSCRIPTION_LIMIT"
+const SubscriptionLimit = fault.SubscriptionLimit
 
 // Unavailable is the code of the error a subscription gets when the server
 // is shutting down.

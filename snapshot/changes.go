@@ -8,7 +8,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
-// Page sizes of the change feed (SPEC §6).
+// Page sizes of the change feed (docs/contract.md#change-feed).
 const (
 	DefaultChangesSize = 100
 	MaxChangesSize     = 1000

@@ -134,7 +134,7 @@ func TestChanges(t *testing.T) {
 }
 
 // TestChangesProjection follows the change feed from 0 while the simulated
-// engine writes, keeping a projection as SPEC §6 says a client does, and
+// engine writes, keeping a projection as docs/contract.md#change-feed says a client does, and
 // checks that once the engine stops the projection is exactly the store.
 func TestChangesProjection(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ func ListSQL(d store.Dialect, req ListRequest, after *cursor.Cursor) (string, []
 	}
 	l := f.where(d)
 	size, _ := pageSize(req.First)
-	return listStatement(l.keyset(req.Order, after, size+1)), l.args
+	return listStatement(l.keyset(req.Order.key(), after, size+1)), l.args
 }
 
 // ListDigest is the anchor of the list cursors of req.
@@ -66,3 +66,29 @@ func TakeLane(r *Reader) func() {
 		}
 	}
 }
+
+// CountSQL returns the statement and arguments CountRuns counts filter with.
+func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
+	f := filter.canonical()
+	l := f.where(d)
+	return "SELECT count(*) FROM (" + l.keyset(f.countKey(), nil, upTo+1) + ") AS k", l.args
+}
+
+// StatsSQL returns the statement and arguments RunStats counts filter with.
+func StatsSQL(d store.Dialect, filter RunFilter, upTo int64) (string, []any) {
+	f := filter.canonical()
+	return statsSQL(d, f, StatsStatuses(f.Status), upTo)
+}
+
+// FlowsSQL returns the statement and arguments of a page of Flows.
+func FlowsSQL(d store.Dialect, prefix string, after *string, limit int) (string, []any) {
+	return flowsSQL(d, prefix, after, limit)
+}
+
+// FlowsCursor is the cursor a page of flows of prefix ending at last gives.
+func FlowsCursor(source, prefix, last string) string {
+	return cursor.Encode(cursor.Cursor{Source: source, Anchor: flowsDigest(prefix), Kind: cursor.Flows, Last: last})
+}
+
+// PrefixEnd is prefixEnd, for its tests.
+var PrefixEnd = prefixEnd

@@ -10,7 +10,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
-// The run journal (SPEC §1.5) is read like children and rounds: a batch of
+// The run journal (docs/contract.md#engine-store) is read like children and rounds: a batch of
 // pages in one statement, each page a keyset slice of its run's rows, and
 // what hangs off a batch of steps (their attempts, their parent steps, the
 // step each run is blocked on) in one statement per batch. Every row is

@@ -16,7 +16,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
-// RunFilter selects runs (SPEC §5). Fields combine with AND, the values of a
+// RunFilter selects runs (docs/contract.md#listing). Fields combine with AND, the values of a
 // list with OR; a nil field does not filter. An empty list, or a created
 // range that is empty, selects nothing.
 type RunFilter struct {
@@ -40,16 +40,52 @@ type RunFilter struct {
 	// HeartbeatBefore selects running runs whose last heartbeat is before
 	// it: stale workers.
 	HeartbeatBefore *Millis
+	// FinishedAfter and FinishedBefore bound finished_at_ms to [after,
+	// before): a run not finished is in no such range. They are left out
+	// of a cursor's digest when nil, so that the cursors of lists without
+	// them keep the digest they had before these fields existed.
+	FinishedAfter  *Millis `json:",omitempty"`
+	FinishedBefore *Millis `json:",omitempty"`
 }
 
-// RunOrder orders a list of runs by (created_at_ms, run id).
+// RunOrder orders a list of runs: by (created_at_ms, run id) either way, or
+// the finished runs only by (finished_at_ms, run id), newest first.
 type RunOrder string
 
 // The orders of a list.
 const (
 	NewestFirst RunOrder = "NEWEST_FIRST"
 	OldestFirst RunOrder = "OLDEST_FIRST"
+	// FinishedNewestFirst lists the finished runs only (finished_at_ms
+	// set), the latest finished first; edges' ordinals are finished_at_ms.
+	FinishedNewestFirst RunOrder = "FINISHED_NEWEST_FIRST"
 )
+
+// RunOrders are the orders of a list, as the API names them.
+var RunOrders = []RunOrder{NewestFirst, OldestFirst, FinishedNewestFirst}
+
+// key is an order as SQL sees it: the column of the keyset (with run_id
+// after it) and its direction. finishedOldestFirst is no order of the API:
+// a count of finished runs walks the finish index with it.
+type key struct {
+	column string
+	desc   bool
+}
+
+var (
+	createdKey          = key{"created_at_ms", false}
+	finishedOldestFirst = key{"finished_at_ms", false}
+)
+
+func (o RunOrder) key() key {
+	switch o {
+	case NewestFirst:
+		return key{"created_at_ms", true}
+	case FinishedNewestFirst:
+		return key{"finished_at_ms", true}
+	}
+	return createdKey
+}
 
 // ListRequest asks for one page of runs by filter.
 type ListRequest struct {
@@ -122,7 +158,19 @@ func (f RunFilter) check() error {
 func (f RunFilter) empty() bool {
 	return (f.Status != nil && len(f.Status) == 0) ||
 		(f.WaitingKind != nil && len(f.WaitingKind) == 0) ||
-		(f.CreatedAfter != nil && f.CreatedBefore != nil && *f.CreatedAfter >= *f.CreatedBefore)
+		(f.CreatedAfter != nil && f.CreatedBefore != nil && *f.CreatedAfter >= *f.CreatedBefore) ||
+		(f.FinishedAfter != nil && f.FinishedBefore != nil && *f.FinishedAfter >= *f.FinishedBefore)
+}
+
+// countKey is the keyset a count of f walks: the finish index when f
+// bounds the finish time and not the creation time, so that a count of
+// the runs finished in a window is a range of that window; the creation
+// index otherwise.
+func (f RunFilter) countKey() key {
+	if (f.FinishedAfter != nil || f.FinishedBefore != nil) && f.CreatedAfter == nil && f.CreatedBefore == nil {
+		return finishedOldestFirst
+	}
+	return createdKey
 }
 
 // listQuery is a filter as SQL: a WHERE per branch (one per combination of
@@ -164,6 +212,12 @@ func (f RunFilter) where(d store.Dialect) *listQuery {
 	}
 	if f.CreatedBefore != nil {
 		add("created_at_ms < " + l.arg(int64(*f.CreatedBefore)))
+	}
+	if f.FinishedAfter != nil {
+		add("finished_at_ms >= " + l.arg(int64(*f.FinishedAfter)))
+	}
+	if f.FinishedBefore != nil {
+		add("finished_at_ms < " + l.arg(int64(*f.FinishedBefore)))
 	}
 	if f.RootsOnly != nil && *f.RootsOnly {
 		add("execution_parent_id IS NULL")
@@ -207,29 +261,34 @@ func (l *listQuery) cross(branches [][]string, n int, term func(int) string) [][
 	return out
 }
 
-// keyset returns the SELECT of run ids in order, after (ord, last) when
-// after, at most limit of them, one sub-select per branch.
-func (l *listQuery) keyset(order RunOrder, after *cursor.Cursor, limit int) string {
+// keyset returns the SELECT of run ids in the order of k, after (ord,
+// last) when after, at most limit of them, one sub-select per branch.
+func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 	cmp, dir, bound := ">", "", ">="
-	if order == NewestFirst {
+	if k.desc {
 		cmp, dir, bound = "<", " DESC", "<="
 	}
-	var key []string
+	col := k.column
+	var keyTerms []string
+	if col != createdKey.column {
+		// Only finished runs have a finish time to order by.
+		keyTerms = append(keyTerms, col+" IS NOT NULL")
+	}
 	if after != nil {
 		// SQLite does not seek an expression index with a row value, only
-		// with a plain bound: the created_at_ms bound repeats on its own.
+		// with a plain bound: the column's bound repeats on its own.
 		o, id := l.arg(after.Ordinal), l.arg(after.Last)
-		key = []string{"created_at_ms " + bound + " " + o, "(created_at_ms, run_id) " + cmp + " (" + o + ", " + id + ")"}
+		keyTerms = append(keyTerms, col+" "+bound+" "+o, "("+col+", run_id) "+cmp+" ("+o+", "+id+")")
 	}
 	lim := l.arg(limit)
-	orderBy := " ORDER BY created_at_ms" + dir + ", run_id" + dir + " LIMIT " + lim
+	orderBy := " ORDER BY " + col + dir + ", run_id" + dir + " LIMIT " + lim
 	sel := func(terms []string) string {
-		terms = append(append(slices.Clone(l.shared), terms...), key...)
+		terms = append(append(slices.Clone(l.shared), terms...), keyTerms...)
 		where := ""
 		if len(terms) > 0 {
 			where = "\nWHERE " + strings.Join(terms, "\n  AND ")
 		}
-		return "SELECT created_at_ms AS ord, run_id AS id FROM flows_runs" + where + orderBy
+		return "SELECT " + col + " AS ord, run_id AS id FROM flows_runs" + where + orderBy
 	}
 	if len(l.branches) == 1 {
 		return sel(l.branches[0])
@@ -254,10 +313,11 @@ LEFT JOIN flows_runs r ON r.run_id = q.id`
 
 // ListRuns reads one page of the runs req.Filter selects, in req.Order, in
 // the read carried by ctx (or a read of its own), edges and runs in one
-// statement. Edges' ordinals are the runs' created_at_ms. It fails with
-// BAD_USER_INPUT for a page size outside 1..MaxPageSize or a malformed id in
-// the filter, BAD_CURSOR for a cursor of another store, filter or order, and
-// PERSISTENCE_FAILED or TIMEOUT as any read.
+// statement. Edges' ordinals are the runs' created_at_ms, or finished_at_ms
+// in FinishedNewestFirst. It fails with BAD_USER_INPUT for a page size
+// outside 1..MaxPageSize, an order it does not know or a malformed id in
+// the filter, BAD_CURSOR for a cursor of another store, filter or order,
+// and PERSISTENCE_FAILED or TIMEOUT as any read.
 func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 	size, err := pageSize(req.First)
 	if err != nil {
@@ -265,6 +325,9 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 	}
 	if req.Order == "" {
 		req.Order = NewestFirst
+	}
+	if !slices.Contains(RunOrders, req.Order) {
+		return nil, fault.Errorf(fault.BadUserInput, "order %s is not one of %v", vocab.Quote(string(req.Order)), RunOrders)
 	}
 	if err := req.Filter.check(); err != nil {
 		return nil, err
@@ -293,7 +356,7 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 			return nil
 		}
 		l := f.where(q.dialect())
-		return q.listPage(page, listStatement(l.keyset(req.Order, after, size+1)), l.args, size, anchor, req.Order)
+		return q.listPage(page, listStatement(l.keyset(req.Order.key(), after, size+1)), l.args, size, anchor, req.Order)
 	})
 	return page, err
 }
@@ -323,7 +386,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 	sort.Slice(page.Edges, func(i, j int) bool {
 		a, b := page.Edges[i], page.Edges[j]
 		less := a.Ordinal < b.Ordinal || (a.Ordinal == b.Ordinal && a.RunID < b.RunID)
-		if order == NewestFirst {
+		if order.key().desc {
 			return !less
 		}
 		return less
@@ -356,7 +419,7 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		}
 		l := f.where(q.dialect())
 		var n int64
-		sql := "SELECT count(*) FROM (" + l.keyset(OldestFirst, nil, int(upTo)+1) + ") AS k"
+		sql := "SELECT count(*) FROM (" + l.keyset(f.countKey(), nil, int(upTo)+1) + ") AS k"
 		if err := q.eachOf(q.limited, sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func (f *fixture) runIDs(t *testing.T, query string) []string {
 	return ids
 }
 
-// matches is the brute-force reading of a filter (SPEC §5).
+// matches is the brute-force reading of a filter (docs/contract.md#listing).
 func matches(f snapshot.RunFilter, r *snapshot.Run) bool {
 	eq := func(want *string, got *string) bool { return want == nil || (got != nil && *got == *want) }
 	var reason *string
@@ -100,20 +100,35 @@ func matches(f snapshot.RunFilter, r *snapshot.Run) bool {
 		(f.CreatedBefore == nil || r.CreatedAt < *f.CreatedBefore) &&
 		(f.RootsOnly == nil || !*f.RootsOnly || r.ExecutionParentID == nil) &&
 		(f.CancelRequested == nil || *f.CancelRequested == pending) &&
-		(f.HeartbeatBefore == nil || (r.Status == vocab.StatusRunning && r.HeartbeatAt != nil && *r.HeartbeatAt < *f.HeartbeatBefore))
+		(f.HeartbeatBefore == nil || (r.Status == vocab.StatusRunning && r.HeartbeatAt != nil && *r.HeartbeatAt < *f.HeartbeatBefore)) &&
+		(f.FinishedAfter == nil || (r.FinishedAt != nil && *r.FinishedAt >= *f.FinishedAfter)) &&
+		(f.FinishedBefore == nil || (r.FinishedAt != nil && *r.FinishedAt < *f.FinishedBefore))
+}
+
+// ordinal is the run's key in a list of order o.
+func ordinal(r *snapshot.Run, o snapshot.RunOrder) (snapshot.Millis, bool) {
+	if o == snapshot.FinishedNewestFirst {
+		if r.FinishedAt == nil {
+			return 0, false
+		}
+		return *r.FinishedAt, true
+	}
+	return r.CreatedAt, true
 }
 
 func expected(all []*snapshot.Run, f snapshot.RunFilter, order snapshot.RunOrder) []string {
 	var sel []*snapshot.Run
 	for _, r := range all {
-		if matches(f, r) {
+		if _, listed := ordinal(r, order); listed && matches(f, r) {
 			sel = append(sel, r)
 		}
 	}
 	sort.Slice(sel, func(i, j int) bool {
 		a, b := sel[i], sel[j]
-		less := a.CreatedAt < b.CreatedAt || (a.CreatedAt == b.CreatedAt && a.ID < b.ID)
-		if order == snapshot.NewestFirst {
+		oa, _ := ordinal(a, order)
+		ob, _ := ordinal(b, order)
+		less := oa < ob || (oa == ob && a.ID < b.ID)
+		if order != snapshot.OldestFirst {
 			return !less
 		}
 		return less
@@ -160,46 +175,64 @@ func listFilters(t *testing.T, all []*snapshot.Run) map[string]snapshot.RunFilte
 		}
 		return &r.Waiting.Reason
 	})
-	var created []snapshot.Millis
-	var beats []snapshot.Millis
+	var created, beats, finished []snapshot.Millis
 	for _, r := range all {
 		created = append(created, r.CreatedAt)
 		if r.HeartbeatAt != nil {
 			beats = append(beats, *r.HeartbeatAt)
 		}
+		if r.FinishedAt != nil {
+			finished = append(finished, *r.FinishedAt)
+		}
 	}
 	slices.Sort(created)
 	slices.Sort(beats)
-	if len(beats) < 2 {
-		t.Fatalf("the seeded store has %d running runs", len(beats))
+	slices.Sort(finished)
+	if len(beats) < 2 || len(finished) < 4 {
+		t.Fatalf("the seeded store has %d running runs and %d finished ones", len(beats), len(finished))
 	}
 	lo, hi := created[len(created)/4], created[3*len(created)/4]
 	stale := beats[len(beats)/2]
-	return map[string]snapshot.RunFilter{
-		"no filter":                   {},
-		"status FAILED":               {Status: []vocab.Status{vocab.StatusFailed}},
-		"status RUNNING or SUSPENDED": {Status: []vocab.Status{vocab.StatusSuspended, vocab.StatusRunning, vocab.StatusSuspended}},
-		"flowName":                    {FlowName: &flow},
-		"flowName and status":         {FlowName: &flow, Status: []vocab.Status{vocab.StatusCompleted}},
-		"parentRunId":                 {ParentRunID: &parent},
-		"executionParentId":           {ExecutionParentID: &execParent},
-		"lineageId":                   {LineageID: &lineage},
-		"waitingReason":               {WaitingReason: &reason},
-		"waitingKind SIGNAL or OTHER": {WaitingKind: []vocab.WaitingKind{vocab.WaitingSignal, vocab.WaitingOther}},
-		"waitingKind TIMER":           {WaitingKind: []vocab.WaitingKind{vocab.WaitingTimer}},
-		"createdAfter":                {CreatedAfter: &lo},
-		"createdBefore":               {CreatedBefore: &hi},
-		"a created range":             {CreatedAfter: &lo, CreatedBefore: &hi},
-		"rootsOnly":                   {RootsOnly: ptr(true)},
-		"rootsOnly false":             {RootsOnly: ptr(false)},
-		"cancelRequested":             {CancelRequested: ptr(true)},
-		"cancelRequested false":       {CancelRequested: ptr(false)},
-		"heartbeatBefore":             {HeartbeatBefore: &stale},
-		"heartbeatBefore and flow":    {HeartbeatBefore: &stale, FlowName: &flow},
-		"an empty status list":        {Status: []vocab.Status{}},
-		"an unknown flow":             {FlowName: ptr("no such flow")},
-		"an empty created range":      {CreatedAfter: &hi, CreatedBefore: &lo},
+	// Finished since a time some runs created before it finished after.
+	since, until := finished[len(finished)/3], finished[3*len(finished)/4]
+	filters := map[string]snapshot.RunFilter{
+		"no filter":                                 {},
+		"status FAILED":                             {Status: []vocab.Status{vocab.StatusFailed}},
+		"status RUNNING or SUSPENDED":               {Status: []vocab.Status{vocab.StatusSuspended, vocab.StatusRunning, vocab.StatusSuspended}},
+		"flowName":                                  {FlowName: &flow},
+		"flowName and status":                       {FlowName: &flow, Status: []vocab.Status{vocab.StatusCompleted}},
+		"parentRunId":                               {ParentRunID: &parent},
+		"executionParentId":                         {ExecutionParentID: &execParent},
+		"lineageId":                                 {LineageID: &lineage},
+		"waitingReason":                             {WaitingReason: &reason},
+		"waitingKind SIGNAL or OTHER":               {WaitingKind: []vocab.WaitingKind{vocab.WaitingSignal, vocab.WaitingOther}},
+		"waitingKind TIMER":                         {WaitingKind: []vocab.WaitingKind{vocab.WaitingTimer}},
+		"createdAfter":                              {CreatedAfter: &lo},
+		"createdBefore":                             {CreatedBefore: &hi},
+		"a created range":                           {CreatedAfter: &lo, CreatedBefore: &hi},
+		"rootsOnly":                                 {RootsOnly: ptr(true)},
+		"rootsOnly false":                           {RootsOnly: ptr(false)},
+		"cancelRequested":                           {CancelRequested: ptr(true)},
+		"cancelRequested false":                     {CancelRequested: ptr(false)},
+		"heartbeatBefore":                           {HeartbeatBefore: &stale},
+		"heartbeatBefore and flow":                  {HeartbeatBefore: &stale, FlowName: &flow},
+		"an empty status list":                      {Status: []vocab.Status{}},
+		"an unknown flow":                           {FlowName: ptr("no such flow")},
+		"an empty created range":                    {CreatedAfter: &hi, CreatedBefore: &lo},
+		"finishedAfter":                             {FinishedAfter: &since},
+		"finishedBefore":                            {FinishedBefore: &until},
+		"a finished range":                          {FinishedAfter: &since, FinishedBefore: &until},
+		"finishedAfter and status FAILED":           {FinishedAfter: &since, Status: []vocab.Status{vocab.StatusFailed}},
+		"finishedAfter, flowName and status FAILED": {FinishedAfter: &since, FlowName: &flow, Status: []vocab.Status{vocab.StatusFailed}},
+		"finishedAfter and createdBefore":           {FinishedAfter: &since, CreatedBefore: &since},
+		"an empty finished range":                   {FinishedAfter: &until, FinishedBefore: &since},
 	}
+	// The runs a filter on creation alone misses: created before the
+	// window, finished in it.
+	if len(expected(all, filters["finishedAfter and createdBefore"], snapshot.FinishedNewestFirst)) == 0 {
+		t.Fatal("the seeded store has no run created before a finish window and finished in it")
+	}
+	return filters
 }
 
 // TestListRunsAgreesWithBruteForce pages every filter to its end in both
@@ -213,7 +246,7 @@ func TestListRunsAgreesWithBruteForce(t *testing.T) {
 		ctx := context.Background()
 		selected := 0
 		for name, filter := range listFilters(t, all) {
-			for _, order := range []snapshot.RunOrder{snapshot.NewestFirst, snapshot.OldestFirst} {
+			for _, order := range snapshot.RunOrders {
 				t.Run(name+" "+string(order), func(t *testing.T) {
 					want := expected(all, filter, order)
 					size := 7
@@ -227,7 +260,7 @@ func TestListRunsAgreesWithBruteForce(t *testing.T) {
 						}
 						for _, e := range p.Edges {
 							run := mustRun(t, e.Node)
-							if run.ID != e.RunID || e.Ordinal != int64(run.CreatedAt) {
+							if ord, _ := ordinal(run, order); run.ID != e.RunID || e.Ordinal != int64(ord) {
 								t.Fatalf("edge %+v does not match its run", e)
 							}
 						}
@@ -396,6 +429,9 @@ func TestListPlansUseIndexes(t *testing.T) {
 		}
 		// The index each list reads: the planner must find it, which an
 		// expression spelled differently from the index's would prevent.
+		created := []snapshot.RunOrder{snapshot.NewestFirst, snapshot.OldestFirst}
+		finished := []snapshot.RunOrder{snapshot.FinishedNewestFirst}
+		const byFinish = " " + string(snapshot.FinishedNewestFirst)
 		for name, index := range map[string]string{
 			"no filter": "flows_runs_created", "status FAILED": "flows_runs_by_status", "flowName": "flows_runs_by_flow",
 			"flowName and status": "flows_runs_by_flow_status", "parentRunId": "flows_runs_by_parent",
@@ -403,8 +439,19 @@ func TestListPlansUseIndexes(t *testing.T) {
 			"waitingReason": "flows_runs_by_waiting_reason", "waitingKind TIMER": "flows_runs_by_waiting_kind",
 			"createdAfter": "flows_runs_created", "createdBefore": "flows_runs_created", "rootsOnly": "flows_runs_roots",
 			"cancelRequested": "flows_runs_cancel_pending", "heartbeatBefore": "flows_runs_by_status",
+			// The finished runs by finish time: each filter the finish
+			// indexes lead with, and the finish window itself.
+			"no filter" + byFinish: "flows_runs_finished", "status FAILED" + byFinish: "flows_runs_by_status_finished",
+			"flowName" + byFinish: "flows_runs_by_flow_finished", "flowName and status" + byFinish: "flows_runs_by_flow_status_finished",
+			"finishedAfter" + byFinish: "flows_runs_finished", "finishedBefore" + byFinish: "flows_runs_finished",
+			"a finished range" + byFinish: "flows_runs_finished", "finishedAfter and status FAILED" + byFinish: "flows_runs_by_status_finished",
+			"finishedAfter, flowName and status FAILED" + byFinish: "flows_runs_by_flow_status_finished",
 		} {
-			for _, order := range []snapshot.RunOrder{snapshot.NewestFirst, snapshot.OldestFirst} {
+			orders := created
+			if n, ok := strings.CutSuffix(name, byFinish); ok {
+				name, orders = n, finished
+			}
+			for _, order := range orders {
 				for _, deep := range []bool{false, true} {
 					var after *cursor.Cursor
 					if deep {
@@ -412,21 +459,31 @@ func TestListPlansUseIndexes(t *testing.T) {
 					}
 					t.Run(fmt.Sprintf("%s %s deep=%v", name, order, deep), func(t *testing.T) {
 						sql, args := snapshot.ListSQL(d, snapshot.ListRequest{Filter: filters[name], Order: order}, after)
-						plan := explain(t, f, sql, args)
 						// Filters whose index holds only matching rows may read
 						// it from its end: every entry read is on the page.
-						whole := slices.Contains([]string{"no filter", "createdBefore", "rootsOnly", "cancelRequested"}, name)
-						if !strings.Contains(plan, index) {
-							t.Fatalf("the plan does not read %s\n%s\nplan:\n%s", index, sql, plan)
-						}
-						if problem := badPlan(d, plan, whole); problem != "" {
-							t.Fatalf("%s\n%s\nplan:\n%s", problem, sql, plan)
-						}
+						// So does the finish index, of the finished runs only.
+						whole := slices.Contains([]string{"no filter", "createdBefore", "rootsOnly", "cancelRequested"}, name) &&
+							(order != snapshot.FinishedNewestFirst || name == "no filter")
+						wantIndexRange(t, f, sql, args, index, whole)
 					})
 				}
 			}
 		}
 	})
+}
+
+// wantIndexRange fails unless the plan of sql reads index, and reads
+// flows_runs only by index ranges (or, when whole, a whole index in order),
+// without a sort.
+func wantIndexRange(t *testing.T, f *fixture, sql string, args []any, index string, whole bool) {
+	t.Helper()
+	plan := explain(t, f, sql, args)
+	if !strings.Contains(plan, index) {
+		t.Fatalf("the plan does not read %s\n%s\nplan:\n%s", index, sql, plan)
+	}
+	if problem := badPlan(f.d, plan, whole); problem != "" {
+		t.Fatalf("%s\n%s\nplan:\n%s", problem, sql, plan)
+	}
 }
 
 // explain returns the plan of sql: EXPLAIN QUERY PLAN lines on SQLite,

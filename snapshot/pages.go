@@ -14,7 +14,7 @@ import (
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
-// Page sizes of related pages (SPEC §2.3).
+// Page sizes of related pages (docs/contract.md#snapshots).
 const (
 	DefaultPageSize = 100
 	MaxPageSize     = 200
@@ -235,7 +235,7 @@ LEFT JOIN flows_runs r ON r.run_id = q.id
 ORDER BY q.w, q.ord, q.id`
 }
 
-// runLists are the related lists of runs (SPEC §2.3). SQLite does not seek
+// runLists are the related lists of runs (docs/contract.md#snapshots). SQLite does not seek
 // an expression index with a row value, only with a plain bound: the rounds
 // query repeats the ordinal's lower bound on its own.
 var runLists = map[cursor.Kind]pageList{
@@ -407,7 +407,7 @@ func pagesArgs(d store.Dialect, wants []pageWant, ids []string) []any {
 // pageStatements are the statements of batches of pages a Reader has read,
 // by the shapes of their lists in order and whether runs by id join them:
 // a dashboard reads the same few shapes again and again, and formatting
-// its statement was 3% of its server CPU.
+// each statement anew showed in its CPU profile.
 type pageStatements struct {
 	m sync.Map // shapes, comma-separated, and ",ids" → statement
 	n atomic.Int32

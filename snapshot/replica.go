@@ -13,7 +13,7 @@ import (
 	"github.com/flowsnap/flowsnap/store"
 )
 
-// Reading from more than one copy of the store (SPEC §9).
+// Reading from more than one copy of the store (docs/contract.md#replicas).
 //
 // A Reader reads its primary store, or, after UseReplicas, PostgreSQL hot
 // standbys of it: each read transaction goes to a healthy replica (in turn)
@@ -466,7 +466,7 @@ func (s *replicaSet) wait(ctx context.Context, deadline time.Time) error {
 	return nil
 }
 
-// AtLeast makes the read happen at revision min or later (SPEC §9): a
+// AtLeast makes the read happen at revision min or later (docs/contract.md#replicas): a
 // client's minimum revision, or the revision a cursor was issued at. It
 // takes effect only before the first read; the larger of several minimums
 // holds.

@@ -13,7 +13,7 @@ const DefaultRunCacheBytes = 4 << 20
 
 // runCache keeps decoded runs by id, each with the revision it was read
 // at. A run's revision changes with every change of its row, its spawn
-// edges or its journal (SPEC §1.3, kept by the store's own triggers), so a
+// edges or its journal (docs/contract.md#engine-store, kept by the store's own triggers), so a
 // run read again at the revision cached is the run cached: a batch whose
 // runs have not changed reads their revisions alone, and only the rows
 // that did change. It is safe for concurrent use; runs in it are never

@@ -139,7 +139,7 @@ func (b *idRuns) results() ([]Result[Snapshot], error) {
 
 // cache returns the reader's run cache when it is worth asking for
 // distinct: it holds two or more of them and at least three in four. Its
-// revisions cost about a third of what the rows do, and the rows that
+// revisions cost less than the rows do, but the rows that
 // changed are then a statement of their own, so a batch the cache mostly
 // misses is read whole at once. A read that was to run alone then opens a
 // transaction, since it may need that second statement.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden SQL files under testdata/sql")
@@ -46,6 +47,17 @@ func TestAssembledSQL(t *testing.T) {
 		}
 		sql, args := pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"})
 		statements = append(statements, struct{ name, sql string }{"runs_and_pages", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
+		// The ops statements (docs/contract.md#ops-api): a page of finished
+		// runs after a cursor, runStats over a finish window, and flows.
+		since, flow := Millis(1000), "billing"
+		finished := RunFilter{FinishedAfter: &since, FlowName: &flow}
+		l := finished.where(d)
+		sql = listStatement(l.keyset(FinishedNewestFirst.key(), &cursor.Cursor{Ordinal: 5000, Last: "r"}, 11))
+		statements = append(statements, struct{ name, sql string }{"list_finished", fmt.Sprintf("%s\n-- arguments: %v", sql, l.args)})
+		sql, args = statsSQL(d, finished, []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, 100)
+		statements = append(statements, struct{ name, sql string }{"run_stats", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
+		sql, args = flowsSQL(d, "bill", &flow, 101)
+		statements = append(statements, struct{ name, sql string }{"flows", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
 		for _, s := range statements {
 			t.Run(string(d)+"/"+s.name, func(t *testing.T) {
 				path := filepath.Join("testdata", "sql", string(d), s.name+".sql")

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowsnap/flowsnap/endpoint"
 	"github.com/flowsnap/flowsnap/engine"
-	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -225,7 +225,7 @@ func liveSubscribers(t *testing.T, ctx context.Context, wg *sync.WaitGroup, r *s
 		_ = watcher.Run(ctx)
 	}()
 	<-watcher.Ready()
-	srv := httptest.NewServer(graph.NewHandler(r, graph.Options{Live: watcher}))
+	srv := httptest.NewServer(endpoint.NewHandler(r, endpoint.Options{Live: watcher}))
 	t.Cleanup(srv.Close)
 	var events atomic.Int64
 	for i := range n {

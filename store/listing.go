@@ -33,3 +33,24 @@ const WaitingKindExpr = `(CASE WHEN waiting_reason IN ('timer', 'approval', 'quo
 // CancelPendingCond is the condition of cancellations requested and not
 // yet finished, as flows_runs_cancel_pending indexes it.
 const CancelPendingCond = `cancel_requested_at_ms IS NOT NULL AND finished_at_ms IS NULL`
+
+// opsRung is the name schema version 3 records. Its indexes
+// (migrations/<dialect>/003_ops_indexes.sql) end with (finished_at_ms,
+// run_id), as version 2's end with (created_at_ms, run_id): a list of
+// finished runs by finish time, or a count of the runs finished in a
+// window, is one range of one index. A statement reaches them by
+// spelling a term on finished_at_ms (a range, or IS NOT NULL) beside the
+// index's leading columns.
+const opsRung = "ops indexes: runs by finish time, overall, by status and by flow; flow names"
+
+// FlowNameKeyExpr is the expression distinct flow names are read through,
+// in dialect d: the flow name in code-point order, as
+// flows_runs_flow_names indexes it (under collation "C" on PostgreSQL;
+// SQLite's BINARY collation already sorts so). A comparison with it
+// is one in code-point order in both dialects, so a prefix is one range.
+func (d Dialect) FlowNameKeyExpr() string {
+	if d == Postgres {
+		return `((state_json::json ->> 'flowName') COLLATE "C")`
+	}
+	return d.FlowNameExpr()
+}

@@ -373,8 +373,8 @@ func (db *DB) MaxReaders() int { return db.readers }
 // unless told: 8 on PostgreSQL; on SQLite twice the CPUs, at most 8. Each
 // SQLite connection keeps a page cache of its own (up to 2 MiB), holding
 // much the same pages as the others', while reads that find their pages
-// cached need a CPU each: beyond the CPUs, readers add memory (4 MiB each
-// under load) and WAL pins, not reads per second.
+// cached need a CPU each: beyond the CPUs, readers add memory and WAL
+// pins, not reads per second.
 func DefaultReaders(d Dialect) int {
 	if d == Postgres {
 		return 8

@@ -806,7 +806,7 @@ func (v *ListRunsListRunsRunConnectionPageInfo) GetEndCursor() *string { return 
 type ListRunsResponse struct {
 	// One page of the runs `filter` selects, ordered by (createdAt, id), newest
 	// first unless `order` says otherwise. Edges' ordinals are the runs'
-	// createdAt in milliseconds. A cursor continues only the list it came from:
+	// createdAt in milliseconds (finishedAt in FINISHED_NEWEST_FIRST). A cursor continues only the list it came from:
 	// with another filter or order it is BAD_CURSOR. first: 1..200.
 	ListRuns *ListRunsListRunsRunConnection `json:"listRuns"`
 	// How many runs `filter` selects, counted up to `upTo` (0..1000000): at most
@@ -939,7 +939,8 @@ func (v *RunFieldsWaiting) GetRequest() *json.RawMessage { return v.Request }
 
 // Which runs to list or count. Fields combine with AND, the values of a list
 // with OR; an omitted or null field does not filter. An empty list, or a
-// created range with createdAfter at or after createdBefore, selects nothing.
+// created or finished range whose start is at or after its end, selects
+// nothing.
 type RunFilter struct {
 	Status []RunStatus `json:"status"`
 	// The flow's name (state.flowName), exactly.
@@ -962,6 +963,10 @@ type RunFilter struct {
 	CancelRequested *bool `json:"cancelRequested"`
 	// Running runs whose last heartbeat is before this instant: stale workers.
 	HeartbeatBefore *time.Time `json:"heartbeatBefore"`
+	// Finished at or after this instant. A run not finished has no finish time and is in no such range.
+	FinishedAfter *time.Time `json:"finishedAfter"`
+	// Finished before this instant.
+	FinishedBefore *time.Time `json:"finishedBefore"`
 }
 
 // GetStatus returns RunFilter.Status, and is useful for accessing the field via an interface.
@@ -1000,17 +1005,29 @@ func (v *RunFilter) GetCancelRequested() *bool { return v.CancelRequested }
 // GetHeartbeatBefore returns RunFilter.HeartbeatBefore, and is useful for accessing the field via an interface.
 func (v *RunFilter) GetHeartbeatBefore() *time.Time { return v.HeartbeatBefore }
 
-// The order of a list of runs, by (createdAt, id).
+// GetFinishedAfter returns RunFilter.FinishedAfter, and is useful for accessing the field via an interface.
+func (v *RunFilter) GetFinishedAfter() *time.Time { return v.FinishedAfter }
+
+// GetFinishedBefore returns RunFilter.FinishedBefore, and is useful for accessing the field via an interface.
+func (v *RunFilter) GetFinishedBefore() *time.Time { return v.FinishedBefore }
+
+// The order of a list of runs.
 type RunOrder string
 
 const (
+	// By (createdAt, id), the latest created first.
 	RunOrderNewestFirst RunOrder = "NEWEST_FIRST"
+	// By (createdAt, id), the earliest created first.
 	RunOrderOldestFirst RunOrder = "OLDEST_FIRST"
+	// The finished runs only, by (finishedAt, id), the latest finished first;
+	// edges' ordinals are the runs' finishedAt in milliseconds.
+	RunOrderFinishedNewestFirst RunOrder = "FINISHED_NEWEST_FIRST"
 )
 
 var AllRunOrder = []RunOrder{
 	RunOrderNewestFirst,
 	RunOrderOldestFirst,
+	RunOrderFinishedNewestFirst,
 }
 
 type RunStatus string

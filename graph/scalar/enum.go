@@ -81,8 +81,7 @@ func MarshalRunOrder(o snapshot.RunOrder) graphql.Marshaler {
 
 // UnmarshalRunOrder reads a RunOrder value.
 func UnmarshalRunOrder(v any) (snapshot.RunOrder, error) {
-	switch s, _ := v.(string); snapshot.RunOrder(s) {
-	case snapshot.NewestFirst, snapshot.OldestFirst:
+	if s, _ := v.(string); slices.Contains(snapshot.RunOrders, snapshot.RunOrder(s)) {
 		return snapshot.RunOrder(s), nil
 	}
 	return "", fmt.Errorf("%v is not a RunOrder", v)

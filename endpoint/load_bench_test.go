@@ -1,0 +1,634 @@
+package endpoint_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/flowsnap/flowsnap/cursor"
+	"github.com/flowsnap/flowsnap/endpoint"
+	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/gcpace"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
+)
+
+// loadClients is how many clients BenchmarkLoad runs at once;
+// FLOWSNAP_BENCH_CLIENTS overrides it.
+func loadClients() int {
+	return envInt("FLOWSNAP_BENCH_CLIENTS", 16)
+}
+
+// A shape of request, over GraphQL and by bare SQL reading the same rows
+// in the same kind of read transaction.
+type loadShape struct {
+	name  string
+	query string
+	vars  func(id string) map[string]any
+	raw   func(tx store.Tx, id string) error
+	// alone, when set, returns raw's statement and its argument, to read
+	// as one statement of its own (the position read in it), as flowsnap
+	// reads a shape that needs one statement: the rawSQLAlone rows.
+	alone func(id string) (string, any)
+}
+
+const (
+	hubChildren = 1100
+	hubDepth    = 1000
+)
+
+// BenchmarkLoad serves four shapes of request over HTTP at once from
+// loadClients() clients — one run, a batch of 100 runs, the dashboard query
+// and a page of 100 children 1,000 deep — each beside bare SQL reading the
+// same rows in the same kind of read transaction (and, for the one run
+// and the batch, which flowsnap reads in one statement run alone, beside
+// bare SQL doing the same: rawSQLAlone), and beside a Go HTTP server that
+// only reads the same request and writes as many bytes back: httpFloor,
+// what any server over HTTP pays for the exchange. Besides req/s and
+// latency it reports CPU per request. The GraphQL server runs in a process
+// of its own (this test binary started again, see TestMain), so that its
+// CPU is counted apart from the benchmark's HTTP client: cpu-µs/req is the
+// CPU of the process that reads the store (the server for the GraphQL rows,
+// this process for bare SQL), client-µs/req that of the HTTP client, and
+// srv-maxrss-MiB the server's peak resident memory so far, srv-allocs/req
+// and srv-B/req its allocations (B/op and allocs/op are this process's). With
+// FLOWSNAP_BENCH_INPROCESS=1 the server runs in this process instead, as
+// -cpuprofile needs, and cpu-µs/req counts server and client together. On
+// PostgreSQL pg-µs/req is the CPU its backends spent (from /proc of the
+// backend pids pg_stat_activity lists, when the server is on this machine).
+// On SQLite the server keeps its run cache, so that the batch rows read the
+// revisions of the same 100 runs and not their rows;
+// FLOWSNAP_BENCH_RUN_CACHE=0 measures every batch as a first read.
+func BenchmarkLoad(b *testing.B) {
+	// Bare SQL is read at the collector's pace the server keeps (package
+	// gcpace), so that neither side is spared collections the other pays.
+	prev := debug.SetGCPercent(100)
+	debug.SetGCPercent(prev)
+	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
+	b.Cleanup(func() { debug.SetGCPercent(prev) })
+	for _, d := range storetest.Dialects {
+		b.Run(string(d), func(b *testing.B) {
+			bs := seededStore(b, d)
+			seedHub(b, bs.dsn)
+			dsn, app := bs.dsn, ""
+			if d == store.Postgres {
+				// Names the benchmark's connections, so that only their
+				// backends are counted, not those of other clients of the
+				// same database.
+				app = fmt.Sprintf("flowsnap-load-%d", os.Getpid())
+				dsn += "&application_name=" + app
+			}
+			db := storetest.OpenReader(b, dsn)
+			reader := snapshot.NewReader(db)
+			pos, err := reader.Position(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			deep := cursor.Encode(cursor.Cursor{Source: pos.Source, Anchor: "hub", Kind: cursor.Children, Ordinal: hubDepth - 1, Last: hubChildID(hubDepth - 1)})
+			batch := bs.anchors[:min(100, len(bs.anchors))]
+			for len(batch) < 100 {
+				batch = append(batch, bs.anchors[len(batch)%len(bs.anchors)])
+			}
+			runCols := `r.run_id, r.status, r.state_json, r.created_at_ms`
+			// The id is bound as flowsnap binds a value compared with an
+			// indexed column (store.Dialect.Bound): on an analysed SQLite
+			// store a plain $1 has the statement run alone prepared again
+			// on every use, which made bare SQL alone cost three times
+			// what it does.
+			rawOneRun := `SELECT ` + runCols + ` FROM flows_runs r WHERE r.run_id = ` + d.Bound(1)
+			rawBatch := `WITH q(id) AS (` + d.TextList(1) + `) SELECT ` + runCols + ` FROM q JOIN flows_runs r ON r.run_id = q.id`
+			shapes := []loadShape{
+				{name: "run", query: `query($id: ID!) { run(id: $id) { ... on Run { id status flowName createdAt } } }`,
+					vars: func(id string) map[string]any { return map[string]any{"id": id} },
+					raw: func(tx store.Tx, id string) error {
+						return rawRows(tx, rawOneRun, id)
+					},
+					alone: func(id string) (string, any) { return rawOneRun, id }},
+				{name: "batch100", query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName createdAt } } }`,
+					vars: func(string) map[string]any { return map[string]any{"ids": batch} },
+					raw: func(tx store.Tx, _ string) error {
+						return rawRows(tx, rawBatch, d.TextListArg(batch))
+					},
+					alone: func(string) (string, any) { return rawBatch, d.TextListArg(batch) }},
+				{name: "dashboard", query: dashboardQuery,
+					vars: func(id string) map[string]any { return map[string]any{"id": id} },
+					raw: func(tx store.Tx, id string) error {
+						for _, q := range [][2]string{{rawRun, id}, {rawChildren, id}, {rawRounds, bs.lineage[id]}} {
+							if err := rawRows(tx, q[0], q[1]); err != nil {
+								return err
+							}
+						}
+						return nil
+					}},
+				{name: "children1000", query: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) {
+					edges { cursor node { ... on Run { id status flowName createdAt } } } pageInfo { hasNextPage endCursor } } } } }`,
+					vars: func(string) map[string]any { return map[string]any{"c": deep} },
+					raw: func(tx store.Tx, _ string) error {
+						return rawRows(tx, `SELECT e.seq, `+runCols+` FROM flows_run_parents e JOIN flows_runs r ON r.run_id = e.child_id
+							WHERE e.parent_id = $1 AND (e.seq, e.child_id) > ($2, $3) ORDER BY e.seq, e.child_id LIMIT 101`,
+							"hub", int64(hubDepth-1), hubChildID(hubDepth-1))
+					}},
+			}
+			srv := startLoadServer(b, reader, dsn)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+			for _, s := range shapes {
+				// ours is the flowsnap row's CPU per request, server and
+				// backends; 0 when that row did not run in this round.
+				var ours float64
+				b.Run(s.name+"/flowsnap", func(b *testing.B) {
+					cpu := startCPU(b, db, app)
+					served := srv.usage(b)
+					measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.query, s.vars(id)) })
+					ours = cpu.reportServed(b, served, srv.usage(b))
+				})
+				if srv.floor != "" {
+					b.Run(s.name+"/httpFloor", func(b *testing.B) {
+						url := srv.floor + "?n=" + strconv.Itoa(responseSize(b, client, srv.url, s.query, s.vars(bs.anchors[0])))
+						cpu := startCPU(b, db, app)
+						served := srv.usage(b)
+						measureClients(b, bs, func(id string) error { return postQuery(client, url, s.query, s.vars(id)) })
+						cpu.reportServed(b, served, srv.usage(b))
+					})
+				}
+				b.Run(s.name+"/rawSQL", func(b *testing.B) {
+					cpu := startCPU(b, db, app)
+					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
+					reportRatio(b, ours, cpu.report(b))
+				})
+				if s.alone == nil {
+					continue
+				}
+				b.Run(s.name+"/rawSQLAlone", func(b *testing.B) {
+					cpu := startCPU(b, db, app)
+					measureClients(b, bs, func(id string) error { return rawAlone(db, s.alone, id) })
+					reportRatio(b, ours, cpu.report(b))
+				})
+			}
+		})
+	}
+}
+
+// loadServerEnv, set to a store's DSN, makes the test binary serve that
+// store's GraphQL endpoint instead of running tests (see TestMain).
+const loadServerEnv = "FLOWSNAP_LOAD_SERVER"
+
+// TestMain runs the tests, or, started by startLoadServer, serves a store
+// over GraphQL in a process of its own.
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(loadServerEnv); dsn != "" {
+		if err := serveLoad(dsn); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serveLoad serves dsn's GraphQL endpoint at /graphql and the process's
+// CPU time, peak memory and allocations at /rusage, on a loopback port it prints, until
+// its standard input closes. FLOWSNAP_BENCH_SERVER_PROFILE names a file
+// for a CPU profile of the whole serving, FLOWSNAP_BENCH_SERVER_MEMPROFILE
+// one for its allocations.
+func serveLoad(dsn string) error {
+	ctx := context.Background()
+	// As a server does (see serveStore in package main).
+	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if path := os.Getenv("FLOWSNAP_BENCH_SERVER_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("FLOWSNAP_BENCH_SERVER_MEMPROFILE"); path != "" {
+		// Every allocation, so that the counts are exact.
+		runtime.MemProfileRate = 1
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", endpoint.NewHandler(loadReader(db), endpoint.Options{}))
+	// /floor reads a request and answers n bytes of JSON, and nothing
+	// else: the httpFloor rows, what the same exchange costs a Go HTTP
+	// server that reads no store and runs no GraphQL.
+	mux.HandleFunc("/floor", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || len(body) == 0 {
+			http.Error(w, "no body", http.StatusBadRequest)
+			return
+		}
+		const wrap = `{"data":null,"pad":""}`
+		out := append(append([]byte(wrap[:len(wrap)-2]), bytes.Repeat([]byte{'x'}, max(0, n-len(wrap)))...), `"}`...)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
+	mux.HandleFunc("/rusage", func(w http.ResponseWriter, _ *http.Request) {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(w, "%d %d %d %d", ru.Utime.Nano()+ru.Stime.Nano(), peakRSS(), ms.Mallocs, ms.TotalAlloc)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = ln.Close()
+	}()
+	if err := http.Serve(ln, mux); !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// loadReader is the reader the load server serves db with:
+// FLOWSNAP_BENCH_RUN_CACHE=0 turns its run cache off, so that every batch
+// reads its rows as on its first read (the cache is only ever on for
+// SQLite, where it is on by default).
+func loadReader(db *store.DB) *snapshot.Reader {
+	r := snapshot.NewReader(db)
+	if os.Getenv("FLOWSNAP_BENCH_RUN_CACHE") == "0" {
+		r.SetRunCache(0)
+	}
+	return r
+}
+
+// peakRSS is this process's peak resident memory in KiB (VmHWM), 0 when
+// unknown. Not getrusage's ru_maxrss, which a process started by exec
+// inherits from the one that started it.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// loadServer is the GraphQL server BenchmarkLoad posts to.
+type loadServer struct {
+	url string
+	// rusage is the child server's /rusage, empty when the server runs
+	// in this process.
+	rusage string
+	// floor is the child server's /floor, empty when the server runs in
+	// this process.
+	floor  string
+	client *http.Client
+}
+
+// startLoadServer starts the test binary again as a server of dsn (see
+// serveLoad), stopped when b ends; or, with FLOWSNAP_BENCH_INPROCESS=1, serves
+// reader from this process.
+func startLoadServer(b *testing.B, reader *snapshot.Reader, dsn string) *loadServer {
+	if os.Getenv("FLOWSNAP_BENCH_INPROCESS") == "1" {
+		srv := httptest.NewServer(endpoint.NewHandler(loadReader(reader.DB()), endpoint.Options{}))
+		b.Cleanup(srv.Close)
+		return &loadServer{url: srv.URL}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), loadServerEnv+"="+dsn)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("the load server: %v", err)
+		}
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the load server did not start: %v", err)
+	}
+	addr = strings.TrimSpace(addr)
+	return &loadServer{url: "http://" + addr + "/graphql", rusage: "http://" + addr + "/rusage", floor: "http://" + addr + "/floor", client: &http.Client{}}
+}
+
+// serverUsage is the server process's CPU time in seconds, peak resident
+// memory in KiB, and allocations so far (count and bytes).
+type serverUsage struct {
+	cpu                    float64
+	maxRSS, mallocs, bytes int64
+	ok                     bool
+}
+
+func (s *loadServer) usage(b *testing.B) serverUsage {
+	if s.rusage == "" {
+		return serverUsage{}
+	}
+	res, err := s.client.Get(s.rusage)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	var ns int64
+	u := serverUsage{ok: true}
+	if _, err := fmt.Fscan(res.Body, &ns, &u.maxRSS, &u.mallocs, &u.bytes); err != nil {
+		b.Fatal(err)
+	}
+	u.cpu = float64(ns) / 1e9
+	return u
+}
+
+// measureClients runs op from loadClients() goroutines at once.
+func measureClients(b *testing.B, bs *benchStore, op func(id string) error) {
+	b.SetParallelism(max(1, loadClients()/runtime.GOMAXPROCS(0)))
+	measure(b, bs, op)
+}
+
+func postQuery(client *http.Client, url, query string, vars map[string]any) error {
+	_, err := postAnswer(client, url, query, vars)
+	return err
+}
+
+// postAnswer posts a query and returns its answer, which must be a 200
+// without errors.
+func postAnswer(client *http.Client, url, query string, vars map[string]any) ([]byte, error) {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	res, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
+		return nil, fmt.Errorf("status %d: %s", res.StatusCode, raw)
+	}
+	return raw, nil
+}
+
+// responseSize is the size of flowsnap's answer to query, which must
+// succeed.
+func responseSize(b *testing.B, client *http.Client, url, query string, vars map[string]any) int {
+	raw, err := postAnswer(client, url, query, vars)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(raw)
+}
+
+// rawRead runs fn in a read transaction as flowsnap opens one, after
+// reading the position.
+func rawRead(db *store.DB, fn func(tx store.Tx) error) error {
+	ctx := context.Background()
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var src string
+	var rev int64
+	if err := tx.QueryRow(ctx, `SELECT source, revision FROM flows_run_source WHERE singleton = 1`).Scan(&src, &rev); err != nil {
+		return err
+	}
+	return fn(tx)
+}
+
+// rawAlone runs sql as one statement of its own, outside a transaction,
+// with the position read in it, and scans every column of every row into
+// plain values.
+func rawAlone(db *store.DB, statement func(id string) (string, any), id string) error {
+	sql, arg := statement(id)
+	var src string
+	var rev int64
+	rows, err := db.ReadAlone(context.Background(), `SELECT source, revision FROM flows_run_source WHERE singleton = 1`, []any{&src, &rev}, sql, arg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var vals [4]any
+	dest := []any{&vals[0], &vals[1], &vals[2], &vals[3]}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// rawRows runs one query and scans every column of every row into plain
+// values.
+func rawRows(tx store.Tx, sql string, args ...any) error {
+	// The columns between the statement's last SELECT and its FROM.
+	cols := sql[strings.LastIndex(sql, "SELECT ")+len("SELECT "):]
+	n := strings.Count(cols[:strings.Index(cols, " FROM ")], ",") + 1
+	rows, err := tx.Query(context.Background(), sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var vals [16]any
+	var dest [16]any
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest[:n]...); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func hubChildID(i int) string { return fmt.Sprintf("hub-child-%05d", i) }
+
+// seedHub adds a run "hub" with hubChildren children.
+func seedHub(b *testing.B, dsn string) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	w := engine.NewWriter(db, func() int64 { return 1_700_000_000_000 })
+	err = w.Do(ctx, func(tx *engine.Tx) error {
+		if err := tx.CreateRun(ctx, engine.NewRun{ID: "hub", FlowName: "fan-out"}); err != nil {
+			return err
+		}
+		for i := range hubChildren {
+			if err := tx.CreateRun(ctx, engine.NewRun{ID: hubChildID(i), FlowName: "leaf",
+				Parents: []engine.ParentEdge{{ParentID: "hub", Seq: int64(i)}}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// cpuMeter counts the CPU this process and the store's backends spend.
+type cpuMeter struct {
+	db         *store.DB
+	app        string
+	self       float64
+	backends   map[int]float64
+	canBackend bool
+}
+
+// startCPU starts counting; on PostgreSQL the backends counted are those
+// of the connections named app.
+func startCPU(b *testing.B, db *store.DB, app string) *cpuMeter {
+	m := &cpuMeter{db: db, app: app, self: selfCPU()}
+	if db.Dialect() == store.Postgres {
+		m.backends, m.canBackend = backendCPU(db, app)
+	}
+	return m
+}
+
+// reportServed reports the CPU of a GraphQL row: with a server process
+// of its own, its CPU between before and after as cpu-µs/req and this
+// process's (the client's) as client-µs/req. It returns the CPU per
+// request that reading the store cost, the server's and its backends'; 0
+// when the server runs in this process, whose CPU then counts the client
+// too.
+func (m *cpuMeter) reportServed(b *testing.B, before, after serverUsage) float64 {
+	if b.N == 0 || !after.ok {
+		m.report(b)
+		return 0
+	}
+	served := (after.cpu - before.cpu) * 1e6 / float64(b.N)
+	b.ReportMetric(served, "cpu-µs/req")
+	b.ReportMetric((selfCPU()-m.self)*1e6/float64(b.N), "client-µs/req")
+	b.ReportMetric(float64(after.maxRSS)/1024, "srv-maxrss-MiB")
+	b.ReportMetric(float64(after.mallocs-before.mallocs)/float64(b.N), "srv-allocs/req")
+	b.ReportMetric(float64(after.bytes-before.bytes)/float64(b.N), "srv-B/req")
+	return served + m.reportBackends(b)
+}
+
+// report reports this process's CPU per request and its backends', and
+// returns their sum.
+func (m *cpuMeter) report(b *testing.B) float64 {
+	if b.N == 0 {
+		return 0
+	}
+	self := (selfCPU() - m.self) * 1e6 / float64(b.N)
+	b.ReportMetric(self, "cpu-µs/req")
+	return self + m.reportBackends(b)
+}
+
+// reportBackends reports the backends' CPU per request and returns it; 0
+// when they cannot be read.
+func (m *cpuMeter) reportBackends(b *testing.B) float64 {
+	if !m.canBackend {
+		return 0
+	}
+	after, ok := backendCPU(m.db, m.app)
+	if !ok {
+		return 0
+	}
+	spent := 0.0
+	for pid, t := range after {
+		spent += t - m.backends[pid]
+	}
+	spent = spent * 1e6 / float64(b.N)
+	b.ReportMetric(spent, "pg-µs/req")
+	return spent
+}
+
+// reportRatio reports, on a bare SQL row, how many times its CPU per
+// request the flowsnap row of the same shape and round spent (x-flowsnap):
+// the ratio the targets are set in. Nothing when that row did not run.
+func reportRatio(b *testing.B, ours, bare float64) {
+	if ours > 0 && bare > 0 {
+		b.ReportMetric(ours/bare, "x-flowsnap")
+	}
+}
+
+// selfCPU is this process's user and system CPU time, in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// backendCPU is the CPU time, in seconds, of every backend of the
+// connections named app, read from /proc: false when the server is not on
+// this machine.
+func backendCPU(db *store.DB, app string) (map[int]float64, bool) {
+	rows, err := db.Pool().Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		return nil, false
+	}
+	var pids []int
+	for rows.Next() {
+		var pid int
+		if rows.Scan(&pid) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	rows.Close()
+	out := map[int]float64{}
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil, false
+		}
+		// The fields after the parenthesised command: utime and stime
+		// are the 12th and 13th, in clock ticks (100 a second on Linux).
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 13 {
+			return nil, false
+		}
+		u, _ := strconv.ParseFloat(fields[11], 64)
+		s, _ := strconv.ParseFloat(fields[12], 64)
+		out[pid] = (u + s) / 100
+	}
+	return out, true
+}

@@ -1,0 +1,93 @@
+package endpoint
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics counts GraphQL operations for Prometheus.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	revision prometheus.Gauge
+	readTx   prometheus.Histogram
+	readErrs prometheus.Counter
+	refusals *prometheus.CounterVec
+
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+// maxOperationNames bounds the distinct operation labels: names are chosen by
+// clients, and an unbounded label would let them grow the metrics forever.
+const maxOperationNames = 100
+
+// NewMetrics registers flowsnap's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowsnap_graphql_operations_total",
+			Help: "GraphQL operations by operation name and outcome (ok or the first error's code).",
+		}, []string{"operation", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "flowsnap_graphql_operation_duration_seconds",
+			Help:    "Time from the start of an operation to its complete response.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"operation"}),
+		revision: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flowsnap_position_revision",
+			Help: "The store revision the latest operation read at.",
+		}),
+		readTx: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "flowsnap_read_transaction_seconds",
+			Help:    "How long read transactions stayed open.",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}),
+		readErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowsnap_read_transaction_rollback_errors_total",
+			Help: "Read transactions whose rollback failed.",
+		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowsnap_graphql_refused_requests_total",
+			Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal.",
+		}, []string{"reason"}),
+		names: map[string]bool{},
+	}
+	reg.MustRegister(m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals)
+	return m
+}
+
+// ObserveRead records one read transaction; it fits snapshot.Reader.OnRead.
+func (m *Metrics) ObserveRead(open time.Duration, err error) {
+	m.readTx.Observe(open.Seconds())
+	if err != nil {
+		m.readErrs.Inc()
+	}
+}
+
+func (m *Metrics) observe(name, outcome string, elapsed time.Duration) {
+	name = m.label(name)
+	m.requests.WithLabelValues(name, outcome).Inc()
+	m.latency.WithLabelValues(name).Observe(elapsed.Seconds())
+}
+
+func (m *Metrics) label(name string) string {
+	if name == "" {
+		return "anonymous"
+	}
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.names[name] {
+		return name
+	}
+	if len(m.names) >= maxOperationNames {
+		return "other"
+	}
+	m.names[name] = true
+	return name
+}

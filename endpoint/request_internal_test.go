@@ -1,0 +1,70 @@
+package endpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestTheLogLimiterLetsTenLinesASecondPerReasonAndCountsTheRest(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000, 0)
+	l := newLogLimiter(10)
+	l.now = func() time.Time { return now }
+	written := 0
+	for range 30_000 {
+		if ok, _ := l.allow("store"); ok {
+			written++
+		}
+	}
+	if written != 10 {
+		t.Fatalf("%d lines written in one second, want 10", written)
+	}
+	if ok, _ := l.allow("parse"); !ok {
+		t.Fatal("another reason was held back by the first one's limit")
+	}
+	now = now.Add(time.Second)
+	ok, suppressed := l.allow("store")
+	if !ok || suppressed != 30_000-10 {
+		t.Fatalf("the next second's first line: written %v, suppressed %d, want %d", ok, suppressed, 30_000-10)
+	}
+}
+
+func FuzzRequestMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{"query":"{ a }"}`,
+		` { "query" : "q", "variables" : {"id": "x", "n": [1, {"a": "}"}]}, "extensions": null } `,
+		`{"QUERY":"upper","Query":"mixed","query":"last"}`,
+		`{"operationName":"A","operationname":"B","variables":{},"Extensions":{"persistedQuery":{"sha256Hash":"00"}}}`,
+		`{"qu\u0065ry":"escaped key","x":[true,false,null,-1.5e3,"\"\\"]}`,
+		`{"extenſions":{"minRevision":3}}`,
+		`{}`, `null`, ` null `, `[]`, `"query"`, `12`, `true`, `{"query":1}`, `{"a":{"b":{"c":[[],{}]}},"query":"q"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !json.Valid(body) {
+			return
+		}
+		var want struct {
+			Query         json.RawMessage `json:"query"`
+			OperationName json.RawMessage `json:"operationName"`
+			Variables     json.RawMessage `json:"variables"`
+			Extensions    json.RawMessage `json:"extensions"`
+		}
+		err := json.Unmarshal(body, &want)
+		got, ok := requestMembers(body)
+		if ok != (err == nil) {
+			t.Fatalf("%q: ok %v, encoding/json %v", body, ok, err)
+		}
+		if !ok {
+			return
+		}
+		for _, m := range [][2]json.RawMessage{{got.query, want.Query}, {got.operationName, want.OperationName}, {got.variables, want.Variables}, {got.extensions, want.Extensions}} {
+			if !bytes.Equal(m[0], m[1]) {
+				t.Fatalf("%q: %q, encoding/json %q", body, m[0], m[1])
+			}
+		}
+	})
+}

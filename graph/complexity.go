@@ -1,0 +1,111 @@
+package graph
+
+import (
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
+)
+
+// The cost of the fields that read many values: a page or a batch costs its
+// size times its selection, so that the complexity limit bounds what an
+// operation reads.
+
+// setComplexity gives connections and batches their real cost: a page costs
+// its size times its selection, a batch its length times its selection.
+func setComplexity(c *ComplexityRoot) {
+	page := func(child int, first *int) int {
+		n := snapshot.DefaultPageSize
+		if first != nil && *first > 0 {
+			n = *first
+		}
+		return 1 + n*max(child, 1)
+	}
+	c.Run.Children = func(child int, first *int, _ *string) int { return page(child, first) }
+	c.Run.Rounds = func(child int, first *int, _ *string) int { return page(child, first) }
+	c.Query.Runs = func(child int, ids []string) int { return BatchCost(child, len(ids)) }
+	journalComplexity(c, page)
+	findComplexity(c)
+}
+
+// journalComplexity gives the journal's connections and lists their real
+// cost, as setComplexity does for children and rounds.
+func journalComplexity(c *ComplexityRoot, page func(child int, first *int) int) {
+	c.Run.Steps = func(child int, first *int, _ *string) int { return page(child, first) }
+	c.Run.InboundEvents = func(child int, first *int, _ *string) int { return page(child, first) }
+	c.Run.Events = func(child int, first *int, _ *string) int { return page(child, first) }
+	c.RunStep.Attempts = func(child int, last *int) int {
+		n := snapshot.DefaultLastAttempts
+		if last != nil && *last > 0 {
+			n = *last
+		}
+		return 1 + n*child
+	}
+}
+
+// findComplexity gives the change feed and the run lists their real cost: a
+// batch or page costs its size times its selection.
+func findComplexity(c *ComplexityRoot) {
+	c.Query.Changes = func(child int, _ int64, _ *string, first *int) int {
+		n := snapshot.DefaultChangesSize
+		if first != nil && *first > 0 {
+			n = *first
+		}
+		return 1 + n*child
+	}
+	c.Query.ListRuns = func(child int, _ *snapshot.RunFilter, _ *snapshot.RunOrder, first *int, _ *string) int {
+		n := snapshot.DefaultPageSize
+		if first != nil && *first > 0 {
+			n = *first
+		}
+		return 1 + n*child
+	}
+	// A count reads up to upTo index entries: a hundred of them cost what
+	// one run does.
+	c.Query.CountRuns = func(child int, _ *snapshot.RunFilter, upTo *int64) int {
+		return countCost(upTo)
+	}
+	// runStats is one bounded count per status it counts
+	// (docs/contract.md#ops-api).
+	c.Query.RunStats = func(child int, filter *snapshot.RunFilter, upTo *int64) int {
+		var statuses []vocab.Status
+		if filter != nil {
+			statuses = filter.Status
+		}
+		return max(1, len(snapshot.StatsStatuses(statuses))*countCost(upTo))
+	}
+	// A page of flow names costs an index seek per name.
+	c.Query.Flows = func(child int, first *int, _ *string, _ *string) int {
+		n := snapshot.DefaultPageSize
+		if first != nil && *first > 0 {
+			n = *first
+		}
+		return 1 + n
+	}
+}
+
+// countArgs are a count's arguments with their defaults: no filter, and
+// DefaultCountUpTo.
+func countArgs(filter *snapshot.RunFilter, upTo *int64) (snapshot.RunFilter, int64) {
+	var f snapshot.RunFilter
+	if filter != nil {
+		f = *filter
+	}
+	n := int64(snapshot.DefaultCountUpTo)
+	if upTo != nil {
+		n = *upTo
+	}
+	return f, n
+}
+
+// countCost is what a count up to upTo costs.
+func countCost(upTo *int64) int {
+	n := int64(snapshot.DefaultCountUpTo)
+	if upTo != nil && *upTo > 0 {
+		n = *upTo
+	}
+	return 1 + int(min(n, snapshot.MaxCountUpTo)/100)
+}
+
+// BatchCost is the cost of a batch of n runs with a selection costing
+// child: each element is read, whatever its selection, so it costs at
+// least 1.
+func BatchCost(child, n int) int { return 1 + n*max(child, 1) }

@@ -1,0 +1,86 @@
+// Package jsonwire holds the JSON that flowsnap writes by hand: strings
+// escaped as gqlgen's executor and encoding/json together escape them, and
+// raw values compacted as encoding/json writes them, so that an answer
+// written directly is the executor's byte for byte.
+package jsonwire
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// AppendQuoted appends s as a JSON string as the executor's response
+// ends up with it: escaped as gqlgen escapes strings (", \ and the control
+// characters, as \t, \r, \n or \u00XX), then as encoding/json escapes a
+// response it writes (<, >, & and the line and paragraph separators).
+func AppendQuoted(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0xE2 {
+			continue
+		}
+		if c == 0xE2 {
+			if i+2 >= len(s) || s[i+1] != 0x80 || (s[i+2] != 0xA8 && s[i+2] != 0xA9) {
+				continue
+			}
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, "89"[s[i+2]-0xA8])
+			i += 2
+			start = i + 1
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '\t':
+			b = append(b, `\t`...)
+		case '\r':
+			b = append(b, `\r`...)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\\':
+			b = append(b, `\\`...)
+		case '"':
+			b = append(b, `\"`...)
+		case '<', '>', '&':
+			const lower = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', lower[c>>4], lower[c&0xf])
+		default:
+			const upper = "0123456789ABCDEF"
+			b = append(b, '\\', 'u', '0', '0', upper[c>>4], upper[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// AppendJSON appends a JSON value as encoding/json writes it in a
+// response: compact, with <, >, & and the line and paragraph separators
+// escaped. Most values are compact already and hold none of those, and are
+// copied as they are.
+func AppendJSON(b []byte, raw json.RawMessage) []byte {
+	if raw == nil {
+		return append(b, "null"...)
+	}
+	plain := true
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xE2:
+			plain = false
+		}
+	}
+	if plain {
+		return append(b, raw...)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		// Not JSON: the executor's writer would fail on it as well.
+		return append(b, raw...)
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return append(b, escaped.Bytes()...)
+}

@@ -1,0 +1,508 @@
+package plan
+
+import (
+	"context"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/flowsnap/flowsnap/graph/scalar"
+	"github.com/flowsnap/flowsnap/jsonwire"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store/vocab"
+)
+
+// The direct answer of a query writes its response from the operation's
+// loaders itself, without gqlgen's executor. The executor resolves every
+// field through a field context, a middleware chain and a marshaler of its
+// own, and every list element in a goroutine: for a batch of runs or a
+// page of them that machinery cost most of a request's CPU, while every
+// value it formats was read ahead already (readahead.go). The direct
+// answer follows the same read-ahead and asks the loaders with the same
+// keys, so it reads exactly what the executor reads, and it writes byte for
+// byte what the executor writes (TestDirectAnswersAsTheExecutor).
+//
+// It knows the fields dashboards ask most: runs by id, their scalars,
+// owner and waiting, and their children and rounds pages. Anything else —
+// another field, @defer, an error anywhere, a null the schema forbids —
+// makes it give up before it has answered anything, and the executor
+// answers the operation instead, finding everything read already.
+
+// directRootFields are the root fields a direct answer knows.
+var directRootFields = map[string]bool{"__typename": true, "run": true, "node": true, "runs": true}
+
+// AnswerDirect returns the response of the operation in ctx when every
+// field it selects is one the direct answer knows and nothing fails; nil
+// leaves the operation to the executor.
+func AnswerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
+	oc := graphql.GetOperationContext(ctx)
+	l := from(ctx)
+	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || l == nil {
+		return nil
+	}
+	w := &directWriter{ctx: ctx, oc: oc, l: l}
+	fields, ok := w.collect(oc.Operation.SelectionSet, w.l.p.implementors["Query"])
+	if !ok {
+		return nil
+	}
+	for _, f := range fields {
+		if !directRootFields[f.Name] {
+			return nil
+		}
+	}
+	if _, ok := l.oneRead(oc); ok {
+		// One statement reads it all (readAhead): it runs alone.
+		rd.Alone()
+	}
+	readAhead(ctx)
+	w.b = TakeBuffer()
+	if !w.query(fields) {
+		GiveBuffer(w.b)
+		return nil
+	}
+	return &graphql.Response{Data: w.b}
+}
+
+// buffers holds the buffers direct answers are written in: a batch of runs
+// grew a fresh one to its size on every request, twice (data, then body).
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuffer is the largest buffer kept for reuse, so that one huge
+// answer does not stay in memory for good.
+const maxPooledBuffer = 256 << 10
+
+// TakeBuffer returns an empty buffer to write an answer in, for GiveBuffer
+// once it is sent.
+func TakeBuffer() []byte {
+	b := *buffers.Get().(*[]byte)
+	if b == nil {
+		b = make([]byte, 0, 4096)
+	}
+	return b[:0]
+}
+
+// GiveBuffer returns b for reuse; nothing may hold b after.
+func GiveBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledBuffer {
+		return
+	}
+	b = b[:0]
+	buffers.Put(&b)
+}
+
+// directWriter writes one operation's data. Its methods return false as
+// soon as something is not theirs to answer.
+type directWriter struct {
+	ctx context.Context
+	oc  *graphql.OperationContext
+	l   *loaders
+	b   []byte
+	// collected memoises the fields of a selection set on a type: every
+	// element of a list shares its selection.
+	collected map[collectedKey][]graphql.CollectedField
+}
+
+type collectedKey struct {
+	first *ast.Selection
+	n     int
+	typ   string
+}
+
+// Write appends p, for the scalars that write themselves.
+func (w *directWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// WriteString appends s, for the scalars that write a string (io.WriteString
+// would copy it into a slice first).
+func (w *directWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
+}
+
+// collect returns sel's fields on a type that satisfies implementors, as
+// the executor collects and writes them; false when one is deferred.
+func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]graphql.CollectedField, bool) {
+	if len(sel) == 0 {
+		return nil, false
+	}
+	key := collectedKey{first: &sel[0], n: len(sel), typ: implementors[0]}
+	if fields, ok := w.collected[key]; ok {
+		return fields, true
+	}
+	fields := collectFields(w.oc, sel, implementors)
+	for _, f := range fields {
+		if f.IsDeferred() {
+			return nil, false
+		}
+	}
+	if hasRepeats(fields) {
+		// A field selected both on a union or interface and on one of its
+		// objects is collected twice; the executor writes the first.
+		all := fields
+		fields = make([]graphql.CollectedField, 0, len(all))
+		seen := make(map[string]bool, len(all))
+		for _, f := range all {
+			if !seen[f.Alias] {
+				seen[f.Alias] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	if w.collected == nil {
+		w.collected = map[collectedKey][]graphql.CollectedField{}
+	}
+	w.collected[key] = fields
+	return fields, true
+}
+
+// hasRepeats reports whether two of fields share an alias. A selection is
+// most often a handful of fields, which need no map to compare.
+func hasRepeats(fields []graphql.CollectedField) bool {
+	if len(fields) > 16 {
+		seen := make(map[string]bool, len(fields))
+		for _, f := range fields {
+			if seen[f.Alias] {
+				return true
+			}
+			seen[f.Alias] = true
+		}
+		return false
+	}
+	for i, f := range fields {
+		for _, g := range fields[:i] {
+			if g.Alias == f.Alias {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// key writes the name of the i-th field of an object, opening the object
+// before the first.
+func (w *directWriter) key(i int, f graphql.CollectedField) {
+	if i == 0 {
+		w.b = append(w.b, '{')
+	} else {
+		w.b = append(w.b, ',')
+	}
+	w.b = jsonwire.AppendQuoted(w.b, f.Alias)
+	w.b = append(w.b, ':')
+}
+
+// object writes an object of fields, each by field; an object without
+// fields is {}.
+func (w *directWriter) object(fields []graphql.CollectedField, field func(f graphql.CollectedField) bool) bool {
+	for i, f := range fields {
+		w.key(i, f)
+		if !field(f) {
+			return false
+		}
+	}
+	if len(fields) == 0 {
+		w.b = append(w.b, '{')
+	}
+	w.b = append(w.b, '}')
+	return true
+}
+
+func (w *directWriter) query(fields []graphql.CollectedField) bool {
+	return w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "Query")
+		case "run", "node":
+			a := w.l.argsOf(f, w.oc)
+			id := a.id("id")
+			if a.bad {
+				return false
+			}
+			snap, err := w.l.runs.one(w.ctx, id)
+			if err != nil {
+				return false
+			}
+			return w.snapshot(f.Selections, snap)
+		case "runs":
+			a := w.l.argsOf(f, w.oc)
+			keys, err := runsKeys(a.ids("ids"))
+			if a.bad || err != nil || len(keys) == 0 {
+				// An empty batch reads the position: the executor's.
+				return false
+			}
+			snaps, err := w.l.runs.get(w.ctx, keys)
+			if err != nil {
+				return false
+			}
+			return w.snapshots(f.Selections, len(snaps), func(i int) snapshot.Snapshot { return snaps[i] })
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// snapshots writes a list of n snapshots, none of them null.
+func (w *directWriter) snapshots(sel ast.SelectionSet, n int, at func(i int) snapshot.Snapshot) bool {
+	w.b = append(w.b, '[')
+	for i := range n {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		if !w.snapshot(sel, at(i)) {
+			return false
+		}
+	}
+	w.b = append(w.b, ']')
+	return true
+}
+
+// snapshot writes a Run or a MissingRun; never null.
+func (w *directWriter) snapshot(sel ast.SelectionSet, snap snapshot.Snapshot) bool {
+	switch s := snap.(type) {
+	case *snapshot.Run:
+		return s != nil && w.run(sel, s)
+	case *snapshot.Missing:
+		return s != nil && w.missing(sel, s)
+	}
+	return false
+}
+
+func (w *directWriter) missing(sel ast.SelectionSet, m *snapshot.Missing) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["MissingRun"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "MissingRun")
+		case "id":
+			w.b = jsonwire.AppendQuoted(w.b, m.ID)
+		case "deleted":
+			w.b = appendBool(w.b, m.Deleted)
+		case "deletedAtRevision":
+			w.b = appendOptInt(w.b, m.DeletedAtRevision)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["Run"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "Run")
+		case "id":
+			w.b = jsonwire.AppendQuoted(w.b, r.ID)
+		case "revision":
+			w.b = scalar.AppendSafeInt(w.b, r.Revision)
+		case "status":
+			scalar.MarshalRunStatus(r.Status).MarshalGQL(w)
+		case "flowName":
+			w.b = jsonwire.AppendQuoted(w.b, r.FlowName)
+		case "state":
+			if r.State == nil {
+				return false
+			}
+			w.b = jsonwire.AppendJSON(w.b, r.State)
+		case "createdAt":
+			w.b = scalar.AppendDateTime(w.b, r.CreatedAt)
+		case "startedAt":
+			w.b = appendOptDateTime(w.b, r.StartedAt)
+		case "finishedAt":
+			w.b = appendOptDateTime(w.b, r.FinishedAt)
+		case "heartbeatAt":
+			w.b = appendOptDateTime(w.b, r.HeartbeatAt)
+		case "owner":
+			if r.Owner == nil {
+				w.b = append(w.b, "null"...)
+				return true
+			}
+			return w.owner(f.Selections, r.Owner)
+		case "parentRunId":
+			w.b = appendOptQuoted(w.b, r.ParentRunID)
+		case "executionParentId":
+			w.b = appendOptQuoted(w.b, r.ExecutionParentID)
+		case "lineageId":
+			w.b = jsonwire.AppendQuoted(w.b, r.LineageID)
+		case "roundOrdinal":
+			w.b = scalar.AppendSafeInt(w.b, r.RoundOrdinal)
+		case "waiting":
+			if r.Waiting == nil {
+				w.b = append(w.b, "null"...)
+				return true
+			}
+			return w.waiting(f.Selections, r.Waiting)
+		case "children", "rounds":
+			return w.page(f, r)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) owner(sel ast.SelectionSet, o *vocab.Owner) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["Owner"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "Owner")
+		case "hostId":
+			w.b = jsonwire.AppendQuoted(w.b, o.HostID)
+		case "pid":
+			w.b = scalar.AppendSafeInt(w.b, o.PID)
+		case "nonce":
+			w.b = jsonwire.AppendQuoted(w.b, o.Nonce)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["Waiting"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "Waiting")
+		case "kind":
+			scalar.MarshalWaitingKind(wt.Kind).MarshalGQL(w)
+		case "reason":
+			w.b = jsonwire.AppendQuoted(w.b, wt.Reason)
+		case "wakeAt":
+			w.b = appendOptDateTime(w.b, wt.WakeAt)
+		case "tokenDigest":
+			w.b = appendOptQuoted(w.b, wt.TokenDigest)
+		case "request":
+			w.b = jsonwire.AppendJSON(w.b, wt.Request)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// page writes r's children or rounds page, read with the keys the
+// read-ahead asked for.
+func (w *directWriter) page(f graphql.CollectedField, r *snapshot.Run) bool {
+	a := w.l.argsOf(f, w.oc)
+	first, after := a.int("first"), a.string("after")
+	if a.bad {
+		return false
+	}
+	objs := []*snapshot.Run{r}
+	var pages []*snapshot.Page
+	var err error
+	if f.Name == "children" {
+		pages, err = w.l.pages.get(w.ctx, childrenKeys(objs, first, after))
+	} else {
+		pages, err = w.l.pages.get(w.ctx, roundsKeys(objs, first, after))
+	}
+	if err != nil || len(pages) != 1 || pages[0] == nil {
+		return false
+	}
+	p := pages[0]
+	fields, ok := w.collect(f.Selections, w.l.p.implementors["RunConnection"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "RunConnection")
+		case "edges":
+			w.b = append(w.b, '[')
+			for i := range p.Edges {
+				if i > 0 {
+					w.b = append(w.b, ',')
+				}
+				if !w.edge(f.Selections, &p.Edges[i]) {
+					return false
+				}
+			}
+			w.b = append(w.b, ']')
+		case "nodes":
+			for _, e := range p.Edges {
+				if e.Node.Err != nil {
+					return false
+				}
+			}
+			return w.snapshots(f.Selections, len(p.Edges), func(i int) snapshot.Snapshot { return p.Edges[i].Node.Value })
+		case "pageInfo":
+			return w.pageInfo(f.Selections, &p.PageInfo)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) edge(sel ast.SelectionSet, e *snapshot.Edge) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["RunEdge"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "RunEdge")
+		case "cursor":
+			w.b = jsonwire.AppendQuoted(w.b, e.Cursor)
+		case "ordinal":
+			w.b = scalar.AppendSafeInt(w.b, e.Ordinal)
+		case "node":
+			return e.Node.Err == nil && w.snapshot(f.Selections, e.Node.Value)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) pageInfo(sel ast.SelectionSet, p *snapshot.PageInfo) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["PageInfo"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "PageInfo")
+		case "hasNextPage":
+			w.b = appendBool(w.b, p.HasNextPage)
+		case "hasPreviousPage":
+			w.b = appendBool(w.b, p.HasPreviousPage)
+		case "startCursor":
+			w.b = appendOptQuoted(w.b, p.StartCursor)
+		case "endCursor":
+			w.b = appendOptQuoted(w.b, p.EndCursor)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func appendOptQuoted(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return jsonwire.AppendQuoted(b, *s)
+}
+
+func appendOptDateTime(b []byte, ms *snapshot.Millis) []byte {
+	if ms == nil {
+		return append(b, "null"...)
+	}
+	return scalar.AppendDateTime(b, *ms)
+}
+
+func appendOptInt(b []byte, n *int64) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return scalar.AppendSafeInt(b, *n)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
