@@ -131,6 +131,12 @@ func (r *limitedRows) Close() {
 // statement whose context ends, and a read transaction goes on after it.
 func (t *sqlTx) QueryLimited(ctx context.Context, limit time.Duration, q string, args ...any) (Rows, error) {
 	lctx, cancel := context.WithTimeout(ctx, limit)
+	if t.gate != nil {
+		if err := t.gate.heavyWait(lctx); err != nil {
+			cancel()
+			return nil, sqliteTimedOut(ctx, lctx, err, limit)
+		}
+	}
 	var rows *sql.Rows
 	var err error
 	if s := t.prepared(lctx, q); s != nil {

@@ -343,7 +343,7 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 			release()
 			return nil, db.persistence(withContext(ctx, err), "beginning a read")
 		}
-		return &sqlTx{tx: tx, stmts: db.readStmts, release: release}, nil
+		return &sqlTx{tx: tx, stmts: db.readStmts, release: release, gate: db.gate}, nil
 	}
 }
 

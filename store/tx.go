@@ -88,6 +88,9 @@ type sqlTx struct {
 	release func()
 	// later are the statements to cache once the transaction has ended.
 	later []string
+	// gate is the WAL gate a read entered; an expensive statement waits
+	// in it while the WAL needs a reset (see walGate.heavyWait).
+	gate *walGate
 }
 
 // stmtCache holds prepared statements by SQL text. database/sql prepares a
