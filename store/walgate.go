@@ -52,12 +52,12 @@ type walGate struct {
 	mu     sync.Mutex
 	active int
 	// opened holds when each open read entered, by a number of its own.
-	opened    map[uint64]time.Time
-	nextRead  uint64
-	passes    int
+	opened   map[uint64]time.Time
+	nextRead uint64
+	passes   int
 	// pending is closed, and set to nil, once a WAL the gate passed beside
 	// a long read has been reset; expensive statements wait for it.
-	pending chan struct{}
+	pending   chan struct{}
 	idle      chan struct{} // closed when active drops to 0 during a drain
 	draining  chan struct{} // non-nil while draining; closed when it ends
 	lastLook  time.Time
