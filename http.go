@@ -107,6 +107,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go reader.WatchReplicas(watchCtx)
+	// The cost of a list its index cannot serve is the store's runs.
+	go reader.KeepRunEstimate(watchCtx, 30*time.Second)
 	reg.MustRegister(replicaCollector{reader})
 	watcher := live.New(reader, live.Options{
 		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,

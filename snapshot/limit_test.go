@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,56 @@ func TestAListOrCountPastTheStatementLimitIsTimeoutAndTheReadGoesOn(t *testing.T
 	if _, err := f.r.Runs(ctx, []string{"tie-a"}); err != nil {
 		t.Fatalf("the read after a list past its limit: %v", err)
 	}
+}
+
+func TestTheScanOfAFilterSaysWhetherItsIndexServesIt(t *testing.T) {
+	yes, no := true, false
+	flow, parent := "f", "p"
+	ms := snapshot.Millis(5)
+	completed := []vocab.Status{vocab.StatusCompleted}
+	for _, c := range []struct {
+		name     string
+		f        snapshot.RunFilter
+		o        snapshot.RunOrder
+		count    bool
+		branches int
+		served   bool
+	}{
+		{name: "no filter", branches: 1, served: true},
+		{name: "a status", f: snapshot.RunFilter{Status: completed}, branches: 1, served: true},
+		{name: "a flow and a status", f: snapshot.RunFilter{Status: completed, FlowName: &flow}, branches: 1, served: true},
+		{name: "a status and a created range", f: snapshot.RunFilter{Status: completed, CreatedAfter: &ms}, branches: 1, served: true},
+		{name: "a status and cancellation requested", f: snapshot.RunFilter{Status: completed, CancelRequested: &yes}, branches: 1, served: false},
+		{name: "cancellation requested alone", f: snapshot.RunFilter{CancelRequested: &yes}, branches: 1, served: true},
+		{name: "cancellation not requested", f: snapshot.RunFilter{CancelRequested: &no}, branches: 1, served: false},
+		{name: "a parent and a status", f: snapshot.RunFilter{ParentRunID: &parent, Status: completed}, branches: 1, served: false},
+		{name: "a heartbeat bound", f: snapshot.RunFilter{HeartbeatBefore: &ms}, branches: 1, served: false},
+		{name: "a finished range in created order", f: snapshot.RunFilter{FinishedAfter: &ms}, o: snapshot.NewestFirst, branches: 1, served: false},
+		{name: "a finished range in finished order", f: snapshot.RunFilter{FinishedAfter: &ms, Status: completed}, o: snapshot.FinishedNewestFirst, branches: 1, served: true},
+		{name: "a finished range counted", f: snapshot.RunFilter{FinishedAfter: &ms}, count: true, branches: 1, served: true},
+		{name: "two statuses and three kinds", f: snapshot.RunFilter{Status: []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, WaitingKind: []vocab.WaitingKind{"timer", "signal", "other"}}, branches: 6, served: false},
+	} {
+		got := snapshot.ScanOf(c.f, c.o, c.count)
+		if got.Branches != c.branches || got.Served != c.served {
+			t.Errorf("%s: %+v, want %d branches, served %v", c.name, got, c.branches, c.served)
+		}
+	}
+}
+
+func TestAFilterOfTooManyBranchesIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		ctx := context.Background()
+		filter := snapshot.RunFilter{
+			Status:      []vocab.Status{vocab.StatusPending, vocab.StatusRunning, vocab.StatusCompleted, vocab.StatusFailed, vocab.StatusCancelled, vocab.StatusSuspended},
+			WaitingKind: []vocab.WaitingKind{"timer", "approval", "quota", "human", "signal", "other"},
+		}
+		_, err := f.r.CountRuns(ctx, filter, 100)
+		if e := wantCode(t, err, fault.BadUserInput); !strings.Contains(e.Message, "36 index ranges") {
+			t.Fatalf("refusal: %s", e.Message)
+		}
+		_, err = f.r.ListRuns(ctx, snapshot.ListRequest{Filter: filter})
+		wantCode(t, err, fault.BadUserInput)
+	})
 }

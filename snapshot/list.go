@@ -333,6 +333,9 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 		return nil, err
 	}
 	f := req.Filter.canonical()
+	if err := ScanOf(f, req.Order, false).check(); err != nil {
+		return nil, err
+	}
 	anchor := digest(f, req.Order)
 	var page *Page
 	err = r.with(ctx, func(q *querier) error {
@@ -412,6 +415,9 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		return RunCount{}, err
 	}
 	f := filter.canonical()
+	if err := ScanOf(f, "", true).check(); err != nil {
+		return RunCount{}, err
+	}
 	var out RunCount
 	err := r.with(ctx, func(q *querier) error {
 		if f.empty() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -35,6 +36,9 @@ type Reader struct {
 	// SetStatementLimit).
 	limit time.Duration
 	lane  chan struct{}
+	// runs is how many runs the store held when last counted (see
+	// RefreshRunEstimate).
+	runs atomic.Int64
 }
 
 // SetStatementLimit bounds every list and count statement to limit (0: no
