@@ -149,7 +149,6 @@ func (r *Reader) RefreshRunEstimate(ctx context.Context) error {
 	return err
 }
 
-
 // KeepRunEstimate counts the store's runs now and then every interval
 // until ctx ends (see RefreshRunEstimate); a failed count keeps the last.
 func (r *Reader) KeepRunEstimate(ctx context.Context, every time.Duration) {
