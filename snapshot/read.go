@@ -535,15 +535,8 @@ func (q *querier) limited(sql string, args ...any) (store.Rows, error) {
 	}
 	release := func() {}
 	if r.lane != nil {
-		wait := time.NewTimer(r.limit)
-		select {
-		case r.lane <- struct{}{}:
-			wait.Stop()
-		case <-wait.C:
-			return nil, fault.Errorf(fault.Timeout, "other expensive reads kept this one waiting longer than the statement limit of %s; retry, or narrow the filter", r.limit)
-		case <-q.ctx.Done():
-			wait.Stop()
-			return nil, fault.Wrap(fault.Timeout, q.ctx.Err(), "the operation ran out of time waiting to read")
+		if err := r.enterLane(q.ctx); err != nil {
+			return nil, err
 		}
 		release = sync.OnceFunc(func() { <-r.lane })
 	}
@@ -566,6 +559,26 @@ func (q *querier) limited(sql string, args ...any) (store.Rows, error) {
 		return nil, err
 	}
 	return limitedRows{Rows: rows, rd: q.rd, release: release}, nil
+}
+
+// enterLane takes a place in the lane of expensive statements, waiting at
+// most the statement limit for one; a free place is taken at once.
+func (r *Reader) enterLane(ctx context.Context) error {
+	select {
+	case r.lane <- struct{}{}:
+		return nil
+	default:
+	}
+	wait := time.NewTimer(r.limit)
+	defer wait.Stop()
+	select {
+	case r.lane <- struct{}{}:
+		return nil
+	case <-wait.C:
+		return fault.Errorf(fault.Timeout, "other expensive reads kept this one waiting longer than the statement limit of %s; retry, or narrow the filter", r.limit)
+	case <-ctx.Done():
+		return fault.Wrap(fault.Timeout, ctx.Err(), "the operation ran out of time waiting to read")
+	}
 }
 
 // brokenBy keeps err when the limited statement it ended aborted the
