@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,11 +22,6 @@ import (
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
 	"github.com/flowsnap/flowsnap/store/vocab"
-)
-
-var (
-	screenshotDir     = flag.String("screenshots", "", "write the browser test's screenshots here (default: the test's temporary folder)")
-	readmeScreenshots = flag.Bool("readme-screenshots", false, "write the browser test's screenshots to docs/ for the README")
 )
 
 const chromium = "/usr/bin/chromium"
@@ -124,23 +117,6 @@ func ids(conn any) []string {
 	return out
 }
 
-// screenshotter saves full-page PNGs of the views under one folder.
-type screenshotter struct {
-	t   *testing.T
-	dir string
-}
-
-func (s screenshotter) take(ctx context.Context, name string) {
-	s.t.Helper()
-	var png []byte
-	if err := chromedp.Run(ctx, chromedp.Sleep(300*time.Millisecond), chromedp.FullScreenshot(&png, 100)); err != nil {
-		s.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, name+".png"), png, 0o644); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
 // TestDashboardInABrowser drives the dashboard and the explorer in headless
 // Chromium against a served store that an engine writer changes: the list
 // and its filters and pages match the API, a run page shows what the store
@@ -149,17 +125,6 @@ func (s screenshotter) take(ctx context.Context, name string) {
 // error.
 func TestDashboardInABrowser(t *testing.T) {
 	ctx, problems := browser(t)
-	dir := *screenshotDir
-	switch {
-	case *readmeScreenshots:
-		dir = "docs"
-	case dir == "":
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	shots := screenshotter{t: t, dir: dir}
 
 	dsn := storetest.DSN(t, store.SQLite)
 	db := storetest.OpenDSN(t, dsn, true)
@@ -211,7 +176,6 @@ func TestDashboardInABrowser(t *testing.T) {
 		if want := fmt.Sprint(failed["countRuns"].(map[string]any)["count"]); count != want {
 			t.Fatalf("failed count = %q, want %s", count, want)
 		}
-		shots.take(ctx, "dashboard-list")
 	})
 
 	t.Run("a status filter and the next page match the API", func(t *testing.T) {
@@ -265,7 +229,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !strings.Contains(title, parent) || !strings.Contains(title, strings.ToLower(d["status"].(string))) || !strings.Contains(facts, d["flowName"].(string)) {
 			t.Fatalf("title %q, facts %q, want %v", title, facts, d)
 		}
-		waitIDs(t, `#children a code`, ids(d["children"]))
+		waitIDs(t, `#tree > li > .tree-row a code`, ids(d["children"]))
 		var events []string
 		run(t, chromedp.Evaluate(`[...document.querySelectorAll('#events strong')].map(s => s.textContent)`, &events))
 		var want []string
@@ -275,18 +239,17 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !slices.Equal(events, want) {
 			t.Fatalf("event log %v, want %v", events, want)
 		}
-		shots.take(ctx, "dashboard-run")
 	})
 
 	t.Run("links between runs work", func(t *testing.T) {
-		run(t, chromedp.Click(`#children a[href$="/run/`+child+`"]`), chromedp.WaitVisible(`#facts`))
+		run(t, chromedp.Click(`#tree a[href$="/run/`+child+`"]`), chromedp.WaitVisible(`#facts`))
 		var title string
 		run(t, chromedp.Text(`#run-title`, &title))
 		if !strings.Contains(title, child) {
 			t.Fatalf("after following the child, title = %q", title)
 		}
 		run(t, chromedp.Click(`#facts a[href$="/run/`+parent+`"]`))
-		run(t, chromedp.WaitVisible(`#children`))
+		run(t, chromedp.WaitVisible(`#tree`))
 		run(t, chromedp.Text(`#run-title`, &title))
 		if !strings.Contains(title, parent) {
 			t.Fatalf("after following the parent link, title = %q", title)
@@ -315,6 +278,13 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !strings.Contains(facts, "host-a pid 42") {
 			t.Fatalf("facts = %q", facts)
 		}
+		// A write to another run moves the store, and the header's
+		// revision follows it although this run did not change.
+		if err := w.CreateRun(bg, engine.NewRun{ID: "other-run", FlowName: "live-flow"}); err != nil {
+			t.Fatal(err)
+		}
+		rev := fmt.Sprint(api(t, base, `{ position { revision } }`, nil)["position"].(map[string]any)["revision"])
+		run(t, chromedp.Poll(`document.querySelector('#position strong')?.textContent === `+jsString(rev), nil, chromedp.WithPollingTimeout(20*time.Second)))
 	})
 
 	t.Run("the pause holds updates back until resumed", func(t *testing.T) {
@@ -344,9 +314,13 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !strings.Contains(title, id) {
 			t.Fatalf("Enter on %s opened %q", id, title)
 		}
-		run(t, chromedp.Navigate(base+"/"), chromedp.WaitVisible(`a.run-link`), chromedp.KeyEvent("/"), chromedp.Evaluate(`document.activeElement.id`, &active))
-		if active != "f-flowName" {
-			t.Fatalf(`"/" focused %q, want the flow filter`, active)
+		// One tab stop per row: from one row's link, Tab reaches the next
+		// row's.
+		var next string
+		run(t, chromedp.Navigate(base+"/"), chromedp.WaitVisible(`a.run-link`), chromedp.Focus(`a.run-link`), chromedp.KeyEvent(kb.Tab),
+			chromedp.Evaluate(`document.activeElement.textContent`, &next))
+		if rows := pageIDs(t, `a.run-link`); len(rows) < 2 || next != rows[1] {
+			t.Fatalf("Tab from the first row's link went to %q, want the second row's", next)
 		}
 	})
 
@@ -357,13 +331,11 @@ func TestDashboardInABrowser(t *testing.T) {
 		if scroll > 420 {
 			t.Errorf("the list is %d px wide at 420", scroll)
 		}
-		shots.take(ctx, "dashboard-list-420")
 		run(t, chromedp.Navigate(base+"/#/run/"+parent), chromedp.WaitVisible(`#facts`))
 		run(t, chromedp.Evaluate(`document.documentElement.scrollWidth`, &scroll))
 		if scroll > 420 {
 			t.Errorf("the run page is %d px wide at 420", scroll)
 		}
-		shots.take(ctx, "dashboard-run-420")
 		run(t, chromedp.EmulateViewport(1280, 900))
 	})
 
@@ -374,13 +346,11 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !slices.Contains(names, "Position") || !slices.Contains(names, "Run by id") {
 			t.Fatalf("examples = %v", names)
 		}
-		shots.take(ctx, "explorer")
 	})
 
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the pages logged errors:\n%s", strings.Join(p, "\n"))
 	}
-	t.Logf("screenshots in %s", dir)
 }
 
 func jsString(s string) string {

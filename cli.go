@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -36,102 +37,136 @@ func (e env) IsFromEnv() bool  { return true }
 // Key names the variable, so that --help shows it beside the flag.
 func (e env) Key() string { return e.key }
 
-// newCommand builds flowsnap's command line (README.md). Every flag has an
-// environment twin named FLOWSNAP_ and the flag in upper case. ready, when
-// not nil, receives the address a server listens on once it accepts
-// connections.
+// twinName is the environment twin of the flag name: FLOWSNAP_ and the name
+// in upper case, dashes as underscores (--max-depth, FLOWSNAP_MAX_DEPTH).
+func twinName(name string) string {
+	return "FLOWSNAP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// binder binds flags to the fields of a configuration struct (Destination)
+// and to their environment twins (Sources), read through getenv.
+type binder struct{ getenv func(string) string }
+
+// bind makes f a command's own flag whose value goes to dest, with its
+// environment twin.
+func bind[T, C any, VC cli.ValueCreator[T, C]](b binder, f *cli.FlagBase[T, C, VC], dest *T) *cli.FlagBase[T, C, VC] {
+	f.Destination = dest
+	f.Sources = cli.NewValueSourceChain(env{getenv: b.getenv, key: twinName(f.Name)})
+	f.Local = true
+	return f
+}
+
+// serveFlags are the flags of serve and of the demo, bound to o.
+func (b binder) serveFlags(o *serveOptions) []cli.Flag {
+	return append([]cli.Flag{
+		bind(b, &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)"}, &o.addr),
+		bind(b, &cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take"}, &o.timeout),
+		bind(b, &cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)"}, &o.complexityLimit),
+		bind(b, &cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest"}, &o.maxDepth),
+		bind(b, &cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)"}, &o.introspection),
+		bind(b, &cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept on SQLite, so that unchanged runs, a batch or one alone, are read by their revisions alone (0 keeps none)",
+			Validator: func(v int) error {
+				if v < 0 {
+					return fmt.Errorf("--run-cache-mb %d: want 0 or more", v)
+				}
+				return nil
+			}}, &o.runCacheMB),
+		bind(b, &cli.IntFlag{Name: "max-readers", Usage: "the most read transactions open at once", DefaultText: "8; on SQLite twice the CPUs, at most 8"}, &o.maxReaders),
+		bind(b, &cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)"}, &o.corsOrigins),
+		bind(b, &cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json",
+			Validator: func(v string) error {
+				if v != "text" && v != "json" {
+					return fmt.Errorf("--log-format %q: want text or json", v)
+				}
+				return nil
+			}}, &o.logFormat),
+		bind(b, &cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it)"}, &o.staleAfter),
+		bind(b, &cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store"}, &o.liveInterval),
+		bind(b, &cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once"}, &o.maxSubscriptions),
+		bind(b, &cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty"}, &o.debugAddr),
+		bind(b, &cli.IntFlag{Name: "gc-percent", Value: gcpace.DefaultPercent, Usage: "how far the heap grows past what is live before the garbage collector runs, in percent (GOGC's meaning; a GOGC in the environment wins over the default)"}, &o.gcPercent),
+		bind(b, &cli.StringSliceFlag{Name: "replica", Usage: "a PostgreSQL hot standby of --db to read from (repeatable; in the environment, comma-separated)"}, &o.replica.dsns),
+		bind(b, &cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for"}, &o.replica.staleWait),
+		bind(b, &cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead"}, &o.replica.staleFromPrimary),
+		bind(b, &cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked"}, &o.replica.checkInterval),
+		bind(b, &cli.StringFlag{Name: "max-replica-lag", Value: formatMaxLag(snapshot.DefaultMaxLag), Usage: "how far behind the primary a replica may be and still be read: revisions (1000), time (5s) or both (1000,5s); off for no bound",
+			Validator: func(v string) error {
+				_, err := parseMaxLag(v)
+				return err
+			}}, &o.replica.maxLag),
+		bind(b, &cli.DurationFlag{Name: "statement-timeout", Value: 2 * time.Second, Usage: "the longest one list or count statement may run before it ends with TIMEOUT (0: only --timeout bounds it)",
+			Validator: func(v time.Duration) error {
+				if v < 0 {
+					return fmt.Errorf("--statement-timeout %s: want 0 or more", v)
+				}
+				return nil
+			}}, &o.statementTimeout),
+		bind(b, &cli.IntFlag{Name: "expensive-reads", Usage: "how many list and count statements run at once; others wait up to --statement-timeout for a turn", DefaultText: "a quarter of --max-readers, at least 1",
+			Validator: func(v int) error {
+				if v < 0 {
+					return fmt.Errorf("--expensive-reads %d: want 0 or more", v)
+				}
+				return nil
+			}}, &o.expensiveReads),
+		bind(b, &cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)"}, &o.replica.pgExecMode),
+	}, b.limitFlags(&o.limits)...)
+}
+
+// limitFlags are the bounds on one request's document, validation and
+// response (endpoint.Options), bound to l; the defaults leave a
+// dashboard's queries far inside them.
+func (b binder) limitFlags(l *endpoint.Options) []cli.Flag {
+	d := endpoint.DefaultOptions
+	return []cli.Flag{
+		bind(b, &cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document"}, &l.MaxTokens),
+		bind(b, &cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written"}, &l.MaxNodes),
+		bind(b, &cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded"}, &l.MaxFields),
+		bind(b, &cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set"}, &l.MaxSameName),
+		bind(b, &cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation"}, &l.MaxAliases),
+		bind(b, &cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries"}, &l.MaxErrors),
+		bind(b, &cli.Int64Flag{Name: "max-body-bytes", Value: d.MaxBodyBytes, Usage: "the largest request body (and GET query string)"}, &l.MaxBodyBytes),
+		bind(b, &cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data"}, &l.MaxResponseBytes),
+		bind(b, &cli.IntFlag{Name: "max-variable-values", Value: d.MaxVariableValues, Usage: "the most values (list elements, object members) one request's variables hold"}, &l.MaxVariableValues),
+		bind(b, &cli.IntFlag{Name: "max-parsing", Value: d.MaxParsing, Usage: "how many new documents (and large bodies) are parsed and validated at once"}, &l.MaxParsing),
+		bind(b, &cli.IntFlag{Name: "max-parsing-queue", Value: d.MaxParsingQueue, Usage: "how many requests may wait to be parsed; past it they are refused as busy (503)"}, &l.MaxParsingQueue),
+		bind(b, &cli.IntFlag{Name: "parsing-duty-percent", Value: d.ParsingDutyPercent, Usage: "the share of its time a parsing slot may be busy (100: never rests)"}, &l.ParsingDutyPercent),
+	}
+}
+
+// newCommand builds flowsnap's command line (docs/contract.md#running).
+// Each command's flags are bound to a configuration of its own
+// (serveOptions, demoOptions, engine.SeedOptions, …), which its action
+// passes whole; every flag has an environment twin (twinName), read through
+// getenv. ready, when not nil, receives the address a server listens on
+// once it accepts connections.
 func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr string)) *cli.Command {
-	twin := func(key string) cli.ValueSourceChain {
-		return cli.NewValueSourceChain(env{getenv: getenv, key: key})
+	b := binder{getenv: getenv}
+	// Each command gets flags and a configuration of its own: a flag shared
+	// between the demo and a subcommand loses the value its environment twin
+	// gave it.
+	var (
+		demoOpts         = demoOptions{serve: serveOptions{stdout: stdout, ready: ready}}
+		serveOpts        = serveOptions{stdout: stdout, ready: ready}
+		serveDB, adminDB string
+		seedOpts         engine.SeedOptions
+		simOpts          engine.SimOptions
+		seedDB, simDB    string
+	)
+	gcPace := func(cmd *cli.Command, o *serveOptions) {
+		o.gcPace = func() { gcpace.Set(getenv, o.gcPercent, cmd.IsSet("gc-percent")) }
 	}
-	// Each command gets flags of its own: a flag shared between the demo and a
-	// subcommand loses the value its environment twin gave it.
-	dbFlag := func() cli.Flag {
-		return &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL", Sources: twin("FLOWSNAP_DB"), Required: true, Local: true}
-	}
-	addrFlag := func() cli.Flag {
-		return &cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "where to listen (HOST:PORT; port 0 picks a free one)", Sources: twin("FLOWSNAP_ADDR"), Local: true}
-	}
-	serveFlags := func() []cli.Flag {
-		serveFlags := []cli.Flag{
-			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "the longest one GraphQL operation may take", Sources: twin("FLOWSNAP_TIMEOUT"), Local: true},
-			&cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)", Sources: twin("FLOWSNAP_COMPLEXITY_LIMIT"), Local: true},
-			&cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest", Sources: twin("FLOWSNAP_MAX_DEPTH"), Local: true},
-			&cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)", Sources: twin("FLOWSNAP_INTROSPECTION"), Local: true},
-			&cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept on SQLite, so that unchanged runs, a batch or one alone, are read by their revisions alone (0 keeps none)", Sources: twin("FLOWSNAP_RUN_CACHE_MB"), Local: true,
-				Validator: func(v int) error {
-					if v < 0 {
-						return fmt.Errorf("--run-cache-mb %d: want 0 or more", v)
-					}
-					return nil
-				}},
-			&cli.IntFlag{Name: "max-readers", Usage: "the most read transactions open at once", DefaultText: "8; on SQLite twice the CPUs, at most 8", Sources: twin("FLOWSNAP_MAX_READERS"), Local: true},
-			&cli.StringSliceFlag{Name: "cors-origin", Usage: "an origin whose pages may call /graphql from a browser (repeatable; * for any)", Sources: twin("FLOWSNAP_CORS_ORIGIN"), Local: true},
-			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: twin("FLOWSNAP_LOG_FORMAT"), Local: true,
-				Validator: func(v string) error {
-					if v != "text" && v != "json" {
-						return fmt.Errorf("--log-format %q: want text or json", v)
-					}
-					return nil
-				}},
-			&cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store", Sources: twin("FLOWSNAP_LIVE_INTERVAL"), Local: true},
-			&cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once", Sources: twin("FLOWSNAP_MAX_SUBSCRIPTIONS"), Local: true},
-			&cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty", Sources: twin("FLOWSNAP_DEBUG_ADDR"), Local: true},
-			&cli.DurationFlag{Name: "statement-timeout", Value: 2 * time.Second, Usage: "the longest one list or count statement may run before it ends with TIMEOUT (0: only --timeout bounds it)", Sources: twin("FLOWSNAP_STATEMENT_TIMEOUT"), Local: true,
-				Validator: func(v time.Duration) error {
-					if v < 0 {
-						return fmt.Errorf("--statement-timeout %s: want 0 or more", v)
-					}
-					return nil
-				}},
-			&cli.IntFlag{Name: "expensive-reads", Usage: "how many list and count statements run at once; others wait up to --statement-timeout for a turn", DefaultText: "a quarter of --max-readers, at least 1", Sources: twin("FLOWSNAP_EXPENSIVE_READS"), Local: true,
-				Validator: func(v int) error {
-					if v < 0 {
-						return fmt.Errorf("--expensive-reads %d: want 0 or more", v)
-					}
-					return nil
-				}},
-			&cli.IntFlag{Name: "gc-percent", Value: gcpace.DefaultPercent, Usage: "how far the heap grows past what is live before the garbage collector runs, in percent (GOGC's meaning; a GOGC in the environment wins over the default)", Sources: twin("FLOWSNAP_GC_PERCENT"), Local: true},
-		}
-		serveFlags = append(serveFlags, replicaFlags(twin)...)
-		serveFlags = append(serveFlags, limitFlags(twin)...)
-		return serveFlags
-	}
-	serveConfig := func(cmd *cli.Command) serveOptions {
-		return serveOptions{
-			addr:            cmd.String("addr"),
-			timeout:         cmd.Duration("timeout"),
-			complexityLimit: int(cmd.Int("complexity-limit")),
-			maxDepth:        cmd.Int("max-depth"),
-			introspection:   cmd.Bool("introspection"),
-			maxReaders:      cmd.Int("max-readers"),
-			runCacheMB:      int(cmd.Int("run-cache-mb")),
-			logFormat:       cmd.String("log-format"),
-			corsOrigins:     cmd.StringSlice("cors-origin"),
-			debugAddr:       cmd.String("debug-addr"),
-			limits:          limitConfig(cmd),
-			stdout:          stdout,
-			replica:         replicaConfig(cmd),
-			ready:           ready,
-
-			statementTimeout: cmd.Duration("statement-timeout"),
-			expensiveReads:   int(cmd.Int("expensive-reads")),
-
-			liveInterval:     cmd.Duration("live-interval"),
-			maxSubscriptions: int(cmd.Int("max-subscriptions")),
-			gcPace: func() {
-				gcpace.Set(getenv, cmd.Int("gc-percent"), cmd.IsSet("gc-percent"))
-			},
-		}
+	dbFlag := func(dest *string) cli.Flag {
+		f := bind(b, &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL"}, dest)
+		f.Required = true
+		return f
 	}
 	// The demo's flags are its own: without Local every subcommand's help
 	// would list them too.
 	rootFlags := append([]cli.Flag{
-		&cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder", Sources: twin("FLOWSNAP_DATA"), Local: true},
-		&cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store", Sources: twin("FLOWSNAP_RUNS"), Local: true},
-		&cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
-		addrFlag(),
-	}, serveFlags()...)
+		bind(b, &cli.StringFlag{Name: "data", Value: "flowsnap-data", Usage: "the demo's data folder"}, &demoOpts.data),
+		bind(b, &cli.IntFlag{Name: "runs", Value: 20_000, Usage: "how many runs the demo seeds into a new store"}, &demoOpts.runs),
+		bind(b, &cli.FloatFlag{Name: "rate", Value: 20, Usage: "the demo engine's transactions per second"}, &demoOpts.rate),
+	}, b.serveFlags(&demoOpts.serve)...)
 	return &cli.Command{
 		Name:      "flowsnap",
 		Usage:     "serve a workflow engine's state over GraphQL, as consistent snapshots",
@@ -146,28 +181,25 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			if cmd.Args().Len() > 0 {
 				return fmt.Errorf("unknown command %q: see flowsnap --help", cmd.Args().First())
 			}
-			return demo(ctx, demoOptions{
-				data:  cmd.String("data"),
-				runs:  int(cmd.Int("runs")),
-				rate:  cmd.Float("rate"),
-				serve: serveConfig(cmd),
-			})
+			gcPace(cmd, &demoOpts.serve)
+			return demo(ctx, demoOpts)
 		},
 		Commands: []*cli.Command{
 			{
 				Name:  "serve",
 				Usage: "serve an existing engine store, read-only",
-				Flags: append([]cli.Flag{dbFlag(), addrFlag()}, serveFlags()...),
+				Flags: append([]cli.Flag{dbFlag(&serveDB)}, b.serveFlags(&serveOpts)...),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
-					return serve(ctx, cmd.String("db"), serveConfig(cmd))
+					gcPace(cmd, &serveOpts)
+					return serve(ctx, serveDB, serveOpts)
 				},
 			},
 			{
 				Name:  "migrate",
 				Usage: "create or upgrade an engine store",
-				Flags: []cli.Flag{dbFlag()},
+				Flags: []cli.Flag{dbFlag(&adminDB)},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
-					db, err := store.Open(ctx, cmd.String("db"), store.Options{})
+					db, err := store.Open(ctx, adminDB, store.Options{})
 					if err != nil {
 						return err
 					}
@@ -187,50 +219,62 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			{
 				Name:  "seed",
 				Usage: "fill an engine store with a deterministic, realistic history",
-				Flags: []cli.Flag{dbFlag(),
-					&cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write", Sources: twin("FLOWSNAP_RUNS"), Local: true},
-					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history", Sources: twin("FLOWSNAP_SEED"), Local: true},
+				Flags: []cli.Flag{dbFlag(&seedDB),
+					bind(b, &cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write"}, &seedOpts.Runs),
+					bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history"}, &seedOpts.Seed),
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
-					db, err := openMigrated(ctx, cmd.String("db"))
-					if err != nil {
-						return err
-					}
-					defer db.Close()
-					start := time.Now()
-					stats, err := engine.Seed(ctx, db, engine.SeedOptions{Runs: int(cmd.Int("runs")), Seed: cmd.Int64("seed"), Progress: stdout})
-					if err != nil {
-						return err
-					}
-					took := time.Since(start)
-					fmt.Fprintf(stdout, "seeded %d runs in %s (%.0f runs/s): %d deleted, %d spawn edges (largest fan-out %d), longest lineage %d rounds, %d steps, %d attempts, %d inbound events\n",
-						stats.Runs, took.Round(time.Millisecond), float64(stats.Runs)/took.Seconds(), stats.Deleted,
-						stats.Edges, stats.MaxChildren, stats.MaxRounds, stats.Steps, stats.Attempts, stats.InboundEvents)
-					return nil
+					return withMigrated(ctx, seedDB, func(db *store.DB) error {
+						return seed(ctx, db, seedOpts, stdout)
+					})
 				},
 			},
 			{
 				Name:  "simulate",
 				Usage: "keep writing to an engine store like a running engine, until interrupted",
-				Flags: []cli.Flag{dbFlag(),
-					&cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second", Sources: twin("FLOWSNAP_RATE"), Local: true},
-					&cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed", Sources: twin("FLOWSNAP_SEED"), Local: true},
+				Flags: []cli.Flag{dbFlag(&simDB),
+					bind(b, &cli.FloatFlag{Name: "rate", Value: 20, Usage: "transactions per second"}, &simOpts.Rate),
+					bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed"}, &simOpts.Seed),
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
-					db, err := openMigrated(ctx, cmd.String("db"))
-					if err != nil {
+					return withMigrated(ctx, simDB, func(db *store.DB) error {
+						simOpts.Out = stdout
+						err := engine.Simulate(ctx, db, simOpts)
+						if errors.Is(err, context.Canceled) {
+							return nil
+						}
 						return err
-					}
-					defer db.Close()
-					err = engine.Simulate(ctx, db, engine.SimOptions{Rate: cmd.Float("rate"), Seed: cmd.Int64("seed"), Out: stdout})
-					if errors.Is(err, context.Canceled) {
-						return nil
-					}
-					return err
+					})
 				},
 			},
 		},
 	}
+}
+
+// seed writes a history to db and says what it wrote.
+func seed(ctx context.Context, db *store.DB, opts engine.SeedOptions, stdout io.Writer) error {
+	start := time.Now()
+	opts.Progress = stdout
+	stats, err := engine.Seed(ctx, db, opts)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	fmt.Fprintf(stdout, "seeded %d runs in %s (%.0f runs/s): %d deleted, %d spawn edges (largest fan-out %d), longest lineage %d rounds, %d steps, %d attempts, %d inbound events\n",
+		stats.Runs, took.Round(time.Millisecond), float64(stats.Runs)/took.Seconds(), stats.Deleted,
+		stats.Edges, stats.MaxChildren, stats.MaxRounds, stats.Steps, stats.Attempts, stats.InboundEvents)
+	return nil
+}
+
+// withMigrated opens dsn for writing, brings its schema up to date, and
+// runs do with it.
+func withMigrated(ctx context.Context, dsn string, do func(db *store.DB) error) error {
+	db, err := openMigrated(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return do(db)
 }
 
 // build is the module version, VCS revision and Go version the binary was
@@ -283,42 +327,4 @@ func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
 		return nil, err
 	}
 	return db, nil
-}
-
-// limitFlags are the bounds on one request's document, validation and
-// response (endpoint.Options); the defaults leave a dashboard's queries far
-// inside them.
-func limitFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
-	d := endpoint.DefaultOptions
-	return []cli.Flag{
-		&cli.IntFlag{Name: "max-tokens", Value: d.MaxTokens, Usage: "the most tokens the parser reads in one document", Sources: twin("FLOWSNAP_MAX_TOKENS"), Local: true},
-		&cli.IntFlag{Name: "max-nodes", Value: d.MaxNodes, Usage: "the most fields, fragments and directives one document may hold as written", Sources: twin("FLOWSNAP_MAX_NODES"), Local: true},
-		&cli.IntFlag{Name: "max-fields", Value: d.MaxFields, Usage: "the most fields one document may hold with its fragment spreads expanded", Sources: twin("FLOWSNAP_MAX_FIELDS"), Local: true},
-		&cli.IntFlag{Name: "max-same-name", Value: d.MaxSameName, Usage: "the most fields of one response name in one selection set", Sources: twin("FLOWSNAP_MAX_SAME_NAME"), Local: true},
-		&cli.IntFlag{Name: "max-aliases", Value: d.MaxAliases, Usage: "the most aliased fields in one operation", Sources: twin("FLOWSNAP_MAX_ALIASES"), Local: true},
-		&cli.IntFlag{Name: "max-errors", Value: d.MaxErrors, Usage: "the most errors one response carries", Sources: twin("FLOWSNAP_MAX_ERRORS"), Local: true},
-		&cli.IntFlag{Name: "max-body-bytes", Value: int(d.MaxBodyBytes), Usage: "the largest request body (and GET query string)", Sources: twin("FLOWSNAP_MAX_BODY_BYTES"), Local: true},
-		&cli.IntFlag{Name: "max-response-bytes", Value: d.MaxResponseBytes, Usage: "the largest response data", Sources: twin("FLOWSNAP_MAX_RESPONSE_BYTES"), Local: true},
-		&cli.IntFlag{Name: "max-variable-values", Value: d.MaxVariableValues, Usage: "the most values (list elements, object members) one request's variables hold", Sources: twin("FLOWSNAP_MAX_VARIABLE_VALUES"), Local: true},
-		&cli.IntFlag{Name: "max-parsing", Value: d.MaxParsing, Usage: "how many new documents (and large bodies) are parsed and validated at once", Sources: twin("FLOWSNAP_MAX_PARSING"), Local: true},
-		&cli.IntFlag{Name: "max-parsing-queue", Value: d.MaxParsingQueue, Usage: "how many requests may wait to be parsed; past it they are refused as busy (503)", Sources: twin("FLOWSNAP_MAX_PARSING_QUEUE"), Local: true},
-		&cli.IntFlag{Name: "parsing-duty-percent", Value: d.ParsingDutyPercent, Usage: "the share of its time a parsing slot may be busy (100: never rests)", Sources: twin("FLOWSNAP_PARSING_DUTY_PERCENT"), Local: true},
-	}
-}
-
-func limitConfig(cmd *cli.Command) endpoint.Options {
-	return endpoint.Options{
-		MaxTokens:          cmd.Int("max-tokens"),
-		MaxNodes:           cmd.Int("max-nodes"),
-		MaxFields:          cmd.Int("max-fields"),
-		MaxSameName:        cmd.Int("max-same-name"),
-		MaxAliases:         cmd.Int("max-aliases"),
-		MaxErrors:          cmd.Int("max-errors"),
-		MaxBodyBytes:       int64(cmd.Int("max-body-bytes")),
-		MaxResponseBytes:   cmd.Int("max-response-bytes"),
-		MaxVariableValues:  cmd.Int("max-variable-values"),
-		MaxParsing:         cmd.Int("max-parsing"),
-		MaxParsingQueue:    cmd.Int("max-parsing-queue"),
-		ParsingDutyPercent: cmd.Int("parsing-duty-percent"),
-	}
 }

@@ -78,7 +78,7 @@ func demo(ctx context.Context, opts demoOptions) error {
 	return err
 }
 
-// suggestions are queries that find runs worth opening in the explorer.
+// suggestions are queries that find runs worth opening.
 var suggestions = []struct{ what, sql string }{
 	{"the largest fan-out", `SELECT parent_id FROM flows_run_parents GROUP BY parent_id ORDER BY count(*) DESC, parent_id LIMIT 1`},
 	{"the longest lineage", `SELECT lineage_id FROM flows_runs WHERE lineage_id IS NOT NULL GROUP BY lineage_id ORDER BY count(*) DESC, lineage_id LIMIT 1`},
@@ -95,7 +95,7 @@ func suggest(ctx context.Context, db *store.DB, out io.Writer) {
 		return
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	fmt.Fprintln(out, "runs to open in the explorer (put one in the variables as \"id\"):")
+	fmt.Fprintln(out, "runs worth opening (in the dashboard at /#/run/ID, or in the explorer as the variable \"id\"):")
 	for _, s := range suggestions {
 		var id string
 		if tx.QueryRow(ctx, s.sql).Scan(&id) == nil {

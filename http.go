@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowsnap/flowsnap/endpoint"
@@ -22,6 +21,9 @@ import (
 	"github.com/flowsnap/flowsnap/web"
 )
 
+// serveOptions is the configuration of serve and of the demo's server:
+// each field bound to its flag and environment twin (binder.serveFlags),
+// passed whole.
 type serveOptions struct {
 	addr            string
 	timeout         time.Duration
@@ -38,15 +40,18 @@ type serveOptions struct {
 	stdout  io.Writer
 	replica replicaOptions
 
+	// staleAfter is when a running run's heartbeat counts as stale.
+	staleAfter time.Duration
 	// liveInterval and maxSubscriptions configure subscriptions (package live).
 	liveInterval     time.Duration
 	maxSubscriptions int
 	// debugAddr, when set, is where pprof and runtime metrics are served,
 	// apart from the public listener.
 	debugAddr string
-	// gcPace, when set, sets the garbage collector's percent (package
-	// gcpace).
-	gcPace func()
+	// gcPercent is --gc-percent; gcPace, when set, sets the garbage
+	// collector's percent from it (package gcpace).
+	gcPercent int
+	gcPace    func()
 	// statementTimeout bounds each list and count statement, and
 	// expensiveReads how many of them run at once (0: a quarter of the
 	// readers).
@@ -85,9 +90,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	gcPercent := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(gcPercent)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := endpoint.NewMetrics(reg)
+	metrics := endpoint.NewMetrics()
 	reader := snapshot.NewReader(db)
 	if db.Dialect().InProcess() {
 		reader.SetRunCache(opts.runCacheMB << 20)
@@ -98,7 +101,6 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		lane = snapshot.DefaultLane(db.MaxReaders())
 	}
 	reader.SetStatementLimit(opts.statementTimeout, lane)
-	registerRunCache(reg, reader)
 	replicas, err := openReplicas(ctx, reader, opts)
 	if err != nil {
 		return err
@@ -109,10 +111,10 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	go reader.WatchReplicas(watchCtx)
 	// The cost of a list its index cannot serve is the store's runs.
 	go reader.KeepRunEstimate(watchCtx, 30*time.Second)
-	reg.MustRegister(replicaCollector{reader})
+	liveMetrics := live.NewMetrics()
 	watcher := live.New(reader, live.Options{
 		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
-		Metrics: live.NewMetrics(reg), Logger: log,
+		Metrics: liveMetrics, Logger: log,
 	})
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLive()
@@ -131,7 +133,9 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.Logger = log
 	gopts.Metrics = metrics
 	gopts.Live = watcher
-	hm := newHTTPMetrics(reg, db)
+	hm := newHTTPMetrics(db)
+	reg := newRegistry(metrics.Collectors(), liveMetrics.Collectors(), hm.Collectors(),
+		runCacheCollectors(reader), []prometheus.Collector{replicaCollector{reader}})
 	compress := compressor()
 	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(endpoint.NewHandler(reader, gopts), opts.corsOrigins))))
 	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -148,7 +152,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	})))
 	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
-	pages := web.Options{Explorer: opts.introspection}
+	pages := web.Options{Explorer: opts.introspection, StaleAfter: opts.staleAfter}
 	pagesHandler := compress(web.Handler(pages))
 	for _, p := range web.Paths(pages) {
 		mux.Handle(p, hm.count(p, pagesHandler))
@@ -173,7 +177,18 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	addr := ln.Addr().String()
 	// Through the logger, so that with --log-format json the output is JSON only.
-	log.Info("flowsnap serving", "store", db.String(), "url", "http://"+addr+"/", "graphql", "http://"+addr+"/graphql", "gcPercent", gcPercent[0].Value.Uint64())
+	dashboard, explorer := "http://"+addr+"/", ""
+	if opts.introspection {
+		explorer = "http://" + addr + "/explorer"
+	}
+	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", "http://"+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64())
+	if opts.logFormat != "json" {
+		// The pages' addresses on lines of their own, to click or copy.
+		fmt.Fprintf(opts.stdout, "dashboard: %s\n", dashboard)
+		if explorer != "" {
+			fmt.Fprintf(opts.stdout, "explorer:  %s\n", explorer)
+		}
+	}
 	if opts.debugAddr != "" {
 		stopDebug, err := serveDebug(ctx, opts.debugAddr, opts.stdout, log)
 		if err != nil {
@@ -207,20 +222,4 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	}
 	return nil
-}
-
-// registerRunCache exports what the reader's run cache answered and missed,
-// and the bytes it holds.
-func registerRunCache(reg prometheus.Registerer, reader *snapshot.Reader) {
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flowsnap_run_cache_hits_total",
-			Help: "Runs of a batch answered from the run cache, read by their revisions alone."},
-			func() float64 { hits, _, _ := reader.RunCacheStats(); return float64(hits) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flowsnap_run_cache_misses_total",
-			Help: "Live runs of a batch the run cache was asked for and did not hold at their revision."},
-			func() float64 { _, misses, _ := reader.RunCacheStats(); return float64(misses) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowsnap_run_cache_bytes",
-			Help: "About how much memory the runs in the run cache hold."},
-			func() float64 { _, _, bytes := reader.RunCacheStats(); return float64(bytes) }),
-	)
 }

@@ -42,9 +42,11 @@ func compressor() func(http.Handler) http.Handler {
 // which build is running and how many read transactions are open.
 type httpMetrics struct {
 	responses *prometheus.CounterVec
+	// others are the build and reader gauges.
+	others []prometheus.Collector
 }
 
-func newHTTPMetrics(reg prometheus.Registerer, db *store.DB) *httpMetrics {
+func newHTTPMetrics(db *store.DB) *httpMetrics {
 	m := &httpMetrics{responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flowsnap_http_responses_total",
 		Help: "HTTP responses by route and status code.",
@@ -64,8 +66,13 @@ func newHTTPMetrics(reg prometheus.Registerer, db *store.DB) *httpMetrics {
 		Name: "flowsnap_readers_max",
 		Help: "The most read transactions open at once (--max-readers).",
 	}, func() float64 { return float64(db.MaxReaders()) })
-	reg.MustRegister(m.responses, info, inUse, limit)
+	m.others = []prometheus.Collector{info, inUse, limit}
 	return m
+}
+
+// Collectors are the metrics to register.
+func (m *httpMetrics) Collectors() []prometheus.Collector {
+	return append([]prometheus.Collector{m.responses}, m.others...)
 }
 
 // count counts h's responses under route.

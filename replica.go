@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/urfave/cli/v3"
 
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -22,41 +22,8 @@ type replicaOptions struct {
 	staleFromPrimary bool
 	checkInterval    time.Duration
 	pgExecMode       string
-	maxLag           snapshot.MaxLag
-}
-
-func replicaFlags(twin func(string) cli.ValueSourceChain) []cli.Flag {
-	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "replica", Usage: "a PostgreSQL hot standby of --db to read from (repeatable; in the environment, comma-separated)", Sources: twin("FLOWSNAP_REPLICA"), Local: true},
-		&cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for", Sources: twin("FLOWSNAP_STALE_WAIT"), Local: true},
-		&cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead", Sources: twin("FLOWSNAP_STALE_FROM_PRIMARY"), Local: true},
-		&cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked", Sources: twin("FLOWSNAP_REPLICA_CHECK_INTERVAL"), Local: true},
-		&cli.StringFlag{Name: "max-replica-lag", Value: formatMaxLag(snapshot.DefaultMaxLag), Usage: "how far behind the primary a replica may be and still be read: revisions (1000), time (5s) or both (1000,5s); off for no bound", Sources: twin("FLOWSNAP_MAX_REPLICA_LAG"), Local: true,
-			Validator: func(v string) error {
-				_, err := parseMaxLag(v)
-				return err
-			}},
-		&cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)", Sources: twin("FLOWSNAP_PG_EXEC_MODE"), Local: true},
-	}
-}
-
-func replicaConfig(cmd *cli.Command) replicaOptions {
-	var dsns []string
-	for _, v := range cmd.StringSlice("replica") {
-		if v = strings.TrimSpace(v); v != "" {
-			dsns = append(dsns, v)
-		}
-	}
-	// The flag's validator has refused what parseMaxLag would.
-	maxLag, _ := parseMaxLag(cmd.String("max-replica-lag"))
-	return replicaOptions{
-		dsns:             dsns,
-		staleWait:        cmd.Duration("stale-wait"),
-		staleFromPrimary: cmd.Bool("stale-from-primary"),
-		checkInterval:    cmd.Duration("replica-check-interval"),
-		pgExecMode:       cmd.String("pg-exec-mode"),
-		maxLag:           maxLag,
-	}
+	// maxLag is --max-replica-lag as given (parseMaxLag).
+	maxLag string
 }
 
 // parseMaxLag reads --max-replica-lag: a count of revisions, a duration,
@@ -107,6 +74,10 @@ func formatMaxLag(m snapshot.MaxLag) string {
 // reader.WatchReplicas.
 func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOptions) ([]*store.DB, error) {
 	ro := opts.replica
+	ro.dsns = slices.DeleteFunc(ro.dsns, func(dsn string) bool { return strings.TrimSpace(dsn) == "" })
+	for i := range ro.dsns {
+		ro.dsns[i] = strings.TrimSpace(ro.dsns[i])
+	}
 	if len(ro.dsns) == 0 {
 		return nil, nil
 	}
@@ -131,9 +102,14 @@ func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOption
 		}
 		dbs = append(dbs, db)
 	}
-	err := reader.UseReplicas(ctx, dbs, snapshot.ReplicaOptions{
+	maxLag, err := parseMaxLag(ro.maxLag)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	err = reader.UseReplicas(ctx, dbs, snapshot.ReplicaOptions{
 		StaleWait: ro.staleWait, StaleFromPrimary: ro.staleFromPrimary, CheckInterval: ro.checkInterval,
-		MaxLag: ro.maxLag,
+		MaxLag: maxLag,
 	})
 	if err != nil {
 		closeAll()

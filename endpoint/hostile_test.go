@@ -158,7 +158,8 @@ func newHostileServer(t testing.TB, d store.Dialect, opts endpoint.Options) *hos
 		t.Fatal(err)
 	}
 	h.source = pos.Source
-	opts.Metrics = endpoint.NewMetrics(h.reg)
+	opts.Metrics = endpoint.NewMetrics()
+	h.reg.MustRegister(opts.Metrics.Collectors()...)
 	opts.Logger = slog.New(slog.NewTextHandler(h, nil))
 	srv := httptest.NewServer(endpoint.NewHandler(h.reader, opts))
 	t.Cleanup(srv.Close)

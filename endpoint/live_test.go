@@ -754,7 +754,9 @@ func TestShutdownEndsEverySubscription(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {
 		t.Parallel()
 		reg := prometheus.NewRegistry()
-		e := liveFixture(t, d, live.Options{Metrics: live.NewMetrics(reg)}, endpoint.Options{}, "r1")
+		m := live.NewMetrics()
+		reg.MustRegister(m.Collectors()...)
+		e := liveFixture(t, d, live.Options{Metrics: m}, endpoint.Options{}, "r1")
 		c := dialWS(t, e.url)
 		ws, wsDone := c.subscribe("p", `subscription { position { revision } }`, nil)
 		s := subscribeSSE(t, e.url, runSubscription, map[string]any{"id": "r1"})

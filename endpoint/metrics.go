@@ -24,8 +24,9 @@ type Metrics struct {
 // clients, and an unbounded label would let them grow the metrics forever.
 const maxOperationNames = 100
 
-// NewMetrics registers flowsnap's metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics makes the endpoint's metrics; the server registers them
+// (Collectors) with the others.
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowsnap_graphql_operations_total",
@@ -55,8 +56,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		names: map[string]bool{},
 	}
-	reg.MustRegister(m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals)
 	return m
+}
+
+// Collectors are the metrics to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals}
 }
 
 // ObserveRead records one read transaction; it fits snapshot.Reader.OnRead.

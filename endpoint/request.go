@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/flowsnap/flowsnap/jsonwire"
 )
 
 // queryText is the text of a body's query member, which requestShape
@@ -30,7 +32,7 @@ func requestShape(body []byte, maxVariables, maxValues int) (cachedParams, strin
 	}
 	// Counted before anything is decoded: the request object's own keys
 	// and an extensions object take a few more.
-	if jsonValues(body) > maxValues+16 {
+	if jsonwire.CountValues(body) > maxValues+16 {
 		return none, fmt.Sprintf("the variables hold more than %d values", maxValues)
 	}
 	if !json.Valid(body) {
@@ -67,25 +69,26 @@ func requestShape(body []byte, maxVariables, maxValues int) (cachedParams, strin
 // request has, as encoding/json unmarshals an object into fields of those
 // names: keys matched without regard to case, the last of a name winning,
 // null as no object at all. ok is false when body is neither an object nor
-// null. It scans body once, where encoding/json would scan it twice and
-// reflect on every member.
+// null. Hand-written because BenchmarkRequestMembers shows it pays
+// against encoding/json, which scans the body twice and reflects on every
+// member.
 func requestMembers(body []byte) (p cachedParams, ok bool) {
-	i := skipSpace(body, 0)
+	i := jsonwire.SkipSpace(body, 0)
 	if bytes.HasPrefix(body[i:], []byte("null")) {
 		return p, true
 	}
 	if i >= len(body) || body[i] != '{' {
 		return p, false
 	}
-	i = skipSpace(body, i+1)
+	i = jsonwire.SkipSpace(body, i+1)
 	for i < len(body) && body[i] == '"' {
-		end := valueEnd(body, i)
+		end := jsonwire.SkipValue(body, i)
 		key := string(body[i+1 : end-1])
 		if strings.IndexByte(key, '\\') >= 0 {
 			_ = json.Unmarshal(body[i:end], &key)
 		}
-		i = skipSpace(body, skipSpace(body, end)+1) // past the colon
-		vend := valueEnd(body, i)
+		i = jsonwire.SkipSpace(body, jsonwire.SkipSpace(body, end)+1) // past the colon
+		vend := jsonwire.SkipValue(body, i)
 		v := json.RawMessage(body[i:vend])
 		switch {
 		case strings.EqualFold(key, "query"):
@@ -97,53 +100,12 @@ func requestMembers(body []byte) (p cachedParams, ok bool) {
 		case strings.EqualFold(key, "extensions"):
 			p.extensions = v
 		}
-		i = skipSpace(body, vend)
+		i = jsonwire.SkipSpace(body, vend)
 		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = jsonwire.SkipSpace(body, i+1)
 		}
 	}
 	return p, true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns where the JSON value that starts at b[i] ends, b being
-// valid JSON.
-func valueEnd(b []byte, i int) int {
-	depth, inString := 0, false
-	for j := i; j < len(b); j++ {
-		c := b[j]
-		switch {
-		case inString:
-			if c == '\\' {
-				j++
-			} else if c == '"' {
-				inString = false
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			if depth == 0 {
-				return j
-			}
-			if depth--; depth == 0 {
-				return j + 1
-			}
-		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n'):
-			return j
-		}
-	}
-	return len(b)
 }
 
 // noQuery refuses a request with neither a query nor the extensions that
@@ -152,21 +114,3 @@ const noQuery = "the request has no query"
 
 // absent reports whether a JSON member is missing or null.
 func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
-// jsonValues counts, without decoding, the list elements and object
-// members of a JSON text, roughly (commas and openings outside strings).
-func jsonValues(b []byte) int {
-	n, inString := 0, false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == ',' || c == '[' || c == '{':
-			n++
-		}
-	}
-	return n
-}

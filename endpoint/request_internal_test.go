@@ -3,6 +3,8 @@ package endpoint
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +66,36 @@ func FuzzRequestMembers(f *testing.F) {
 		for _, m := range [][2]json.RawMessage{{got.query, want.Query}, {got.operationName, want.OperationName}, {got.variables, want.Variables}, {got.extensions, want.Extensions}} {
 			if !bytes.Equal(m[0], m[1]) {
 				t.Fatalf("%q: %q, encoding/json %q", body, m[0], m[1])
+			}
+		}
+	})
+}
+
+// BenchmarkRequestMembers finds the members of a batch query's body,
+// beside unmarshalling them with encoding/json.
+func BenchmarkRequestMembers(b *testing.B) {
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%q", fmt.Sprintf("run-%07d", i*37))
+	}
+	body := []byte(`{"query":"query Runs($ids: [ID!]!) { runs(ids: $ids) { __typename ... on Run { id status flowName createdAt } } }","operationName":"Runs","variables":{"ids":[` + strings.Join(ids, ",") + `]}}`)
+	b.Run("jsonwire", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := requestMembers(body); !ok {
+				b.Fatal("not an object")
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			var req struct {
+				Query         json.RawMessage `json:"query"`
+				OperationName json.RawMessage `json:"operationName"`
+				Variables     json.RawMessage `json:"variables"`
+				Extensions    json.RawMessage `json:"extensions"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

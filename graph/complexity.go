@@ -26,6 +26,7 @@ func setComplexity(c *ComplexityRoot, reader *snapshot.Reader) {
 	c.Query.Runs = func(child int, ids []string) int { return BatchCost(child, len(ids)) }
 	journalComplexity(c, page)
 	findComplexity(c, reader)
+	activityComplexity(c)
 }
 
 // journalComplexity gives the journal's connections and lists their real

@@ -2,6 +2,13 @@
 
 package graph
 
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+)
+
 type Query struct {
 }
 
@@ -9,4 +16,62 @@ type Query struct {
 // subprotocol) and over Server-Sent Events, on /graphql. Every event is read in
 // a snapshot of its own and carries its position in `extensions.position`.
 type Subscription struct {
+}
+
+// The length of one bucket of runActivity.
+type ActivityBucketSize string
+
+const (
+	ActivityBucketSizeMinute ActivityBucketSize = "MINUTE"
+	ActivityBucketSizeHour   ActivityBucketSize = "HOUR"
+	ActivityBucketSizeDay    ActivityBucketSize = "DAY"
+)
+
+var AllActivityBucketSize = []ActivityBucketSize{
+	ActivityBucketSizeMinute,
+	ActivityBucketSizeHour,
+	ActivityBucketSizeDay,
+}
+
+func (e ActivityBucketSize) IsValid() bool {
+	switch e {
+	case ActivityBucketSizeMinute, ActivityBucketSizeHour, ActivityBucketSizeDay:
+		return true
+	}
+	return false
+}
+
+func (e ActivityBucketSize) String() string {
+	return string(e)
+}
+
+func (e *ActivityBucketSize) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ActivityBucketSize(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ActivityBucketSize", str)
+	}
+	return nil
+}
+
+func (e ActivityBucketSize) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ActivityBucketSize) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ActivityBucketSize) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

@@ -44,6 +44,16 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	ActivityBucket struct {
+		Cancelled func(childComplexity int) int
+		Completed func(childComplexity int) int
+		End       func(childComplexity int) int
+		Failed    func(childComplexity int) int
+		Finished  func(childComplexity int) int
+		Start     func(childComplexity int) int
+		Started   func(childComplexity int) int
+	}
+
 	Attempt struct {
 		EndedAt       func(childComplexity int) int
 		ErrorMessage  func(childComplexity int) int
@@ -136,15 +146,16 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Changes   func(childComplexity int, since int64, source *string, first *int) int
-		CountRuns func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
-		Flows     func(childComplexity int, first *int, after *string, prefix *string) int
-		ListRuns  func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
-		Node      func(childComplexity int, id string) int
-		Position  func(childComplexity int) int
-		Run       func(childComplexity int, id string) int
-		RunStats  func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
-		Runs      func(childComplexity int, ids []string) int
+		Changes     func(childComplexity int, since int64, source *string, first *int) int
+		CountRuns   func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
+		Flows       func(childComplexity int, first *int, after *string, prefix *string) int
+		ListRuns    func(childComplexity int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) int
+		Node        func(childComplexity int, id string) int
+		Position    func(childComplexity int) int
+		Run         func(childComplexity int, id string) int
+		RunActivity func(childComplexity int, since snapshot.Millis, until snapshot.Millis, bucket *ActivityBucketSize, flowName *string) int
+		RunStats    func(childComplexity int, filter *snapshot.RunFilter, upTo *int64) int
+		Runs        func(childComplexity int, ids []string) int
 	}
 
 	Run struct {
@@ -292,6 +303,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "ActivityBucket.cancelled":
+		if e.ComplexityRoot.ActivityBucket.Cancelled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.Cancelled(childComplexity), true
+	case "ActivityBucket.completed":
+		if e.ComplexityRoot.ActivityBucket.Completed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.Completed(childComplexity), true
+	case "ActivityBucket.end":
+		if e.ComplexityRoot.ActivityBucket.End == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.End(childComplexity), true
+	case "ActivityBucket.failed":
+		if e.ComplexityRoot.ActivityBucket.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.Failed(childComplexity), true
+	case "ActivityBucket.finished":
+		if e.ComplexityRoot.ActivityBucket.Finished == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.Finished(childComplexity), true
+	case "ActivityBucket.start":
+		if e.ComplexityRoot.ActivityBucket.Start == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.Start(childComplexity), true
+	case "ActivityBucket.started":
+		if e.ComplexityRoot.ActivityBucket.Started == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ActivityBucket.Started(childComplexity), true
 
 	case "Attempt.endedAt":
 		if e.ComplexityRoot.Attempt.EndedAt == nil {
@@ -674,6 +728,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Run(childComplexity, args["id"].(string)), true
+	case "Query.runActivity":
+		if e.ComplexityRoot.Query.RunActivity == nil {
+			break
+		}
+
+		args, err := ec.field_Query_runActivity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RunActivity(childComplexity, args["since"].(snapshot.Millis), args["until"].(snapshot.Millis), args["bucket"].(*ActivityBucketSize), args["flowName"].(*string)), true
 	case "Query.runStats":
 		if e.ComplexityRoot.Query.RunStats == nil {
 			break
@@ -1355,7 +1420,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "find.graphqls" "journal.graphqls" "ops.graphqls" "schema.graphqls" "subscription.graphqls"
+//go:embed "activity.graphqls" "find.graphqls" "journal.graphqls" "ops.graphqls" "schema.graphqls" "subscription.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1367,6 +1432,7 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "activity.graphqls", Input: sourceData("activity.graphqls"), BuiltIn: false},
 	{Name: "find.graphqls", Input: sourceData("find.graphqls"), BuiltIn: false},
 	{Name: "journal.graphqls", Input: sourceData("journal.graphqls"), BuiltIn: false},
 	{Name: "ops.graphqls", Input: sourceData("ops.graphqls"), BuiltIn: false},
@@ -1378,6 +1444,26 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_ActivityBucket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "start":
+		return ec.fieldContext_ActivityBucket_start(ctx, field)
+	case "end":
+		return ec.fieldContext_ActivityBucket_end(ctx, field)
+	case "started":
+		return ec.fieldContext_ActivityBucket_started(ctx, field)
+	case "finished":
+		return ec.fieldContext_ActivityBucket_finished(ctx, field)
+	case "completed":
+		return ec.fieldContext_ActivityBucket_completed(ctx, field)
+	case "failed":
+		return ec.fieldContext_ActivityBucket_failed(ctx, field)
+	case "cancelled":
+		return ec.fieldContext_ActivityBucket_cancelled(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ActivityBucket", field.Name)
+}
 
 func (ec *executionContext) childFields_Attempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {

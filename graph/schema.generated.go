@@ -26,6 +26,7 @@ type QueryResolver interface {
 	Run(ctx context.Context, id string) (snapshot.Snapshot, error)
 	Runs(ctx context.Context, ids []string) ([]snapshot.Snapshot, error)
 	Node(ctx context.Context, id string) (snapshot.Snapshot, error)
+	RunActivity(ctx context.Context, since snapshot.Millis, until snapshot.Millis, bucket *ActivityBucketSize, flowName *string) ([]snapshot.ActivityBucket, error)
 	Changes(ctx context.Context, since int64, source *string, first *int) (*snapshot.ChangeFeed, error)
 	ListRuns(ctx context.Context, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) (*snapshot.Page, error)
 	CountRuns(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) (*snapshot.RunCount, error)
@@ -198,6 +199,44 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_runActivity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (snapshot.Millis, error) {
+			return ec.unmarshalNDateTime2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "until",
+		func(ctx context.Context, v any) (snapshot.Millis, error) {
+			return ec.unmarshalNDateTime2githubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐMillis(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["until"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "bucket",
+		func(ctx context.Context, v any) (*ActivityBucketSize, error) {
+			return ec.unmarshalOActivityBucketSize2ᚖgithubᚗcomᚋflowsnapᚋflowsnapᚋgraphᚐActivityBucketSize(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["bucket"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "flowName",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["flowName"] = arg3
 	return args, nil
 }
 
@@ -964,6 +1003,50 @@ func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field g
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_runActivity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_runActivity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().RunActivity(ctx, fc.Args["since"].(snapshot.Millis), fc.Args["until"].(snapshot.Millis), fc.Args["bucket"].(*ActivityBucketSize), fc.Args["flowName"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []snapshot.ActivityBucket) graphql.Marshaler {
+			return ec.marshalNActivityBucket2ᚕgithubᚗcomᚋflowsnapᚋflowsnapᚋsnapshotᚐActivityBucketᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_runActivity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ActivityBucket(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_runActivity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -2786,6 +2869,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_node(ctx, field)
+				})
+		case "runActivity":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_runActivity(ctx, field)
 				})
 		case "changes":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,

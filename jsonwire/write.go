@@ -1,7 +1,13 @@
-// Package jsonwire holds the JSON that flowsnap writes by hand: strings
-// escaped as gqlgen's executor and encoding/json together escape them, and
-// raw values compacted as encoding/json writes them, so that an answer
-// written directly is the executor's byte for byte.
+// Package jsonwire is the one home of the JSON flowsnap reads and writes by
+// hand, where the standard library costs more than a request can afford:
+// checking a document (Valid), finding a member of its top level
+// (TopLevelValue), skipping values (SkipSpace, SkipValue), counting values
+// before decoding (CountValues), decoding plain variables (PlainObject),
+// reading one fixed layout (Layout); and writing strings and raw values
+// escaped as encoding/json escapes them (AppendQuoted, AppendJSON), so that
+// an answer written directly is the executor's byte for byte. Each reader
+// has a fuzz test holding it to encoding/json and a benchmark beside it
+// (docs/benchmarks.md#json-scanning).
 package jsonwire
 
 import (

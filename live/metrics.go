@@ -10,8 +10,9 @@ type Metrics struct {
 	tick      prometheus.Histogram
 }
 
-// NewMetrics registers the live metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics makes the live metrics; the server registers them
+// (Collectors) with the others.
+func NewMetrics() *Metrics {
 	m := &Metrics{
 		open: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "flowsnap_live_subscribers",
@@ -31,6 +32,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 	}
-	reg.MustRegister(m.open, m.sent, m.coalesced, m.tick)
 	return m
+}
+
+// Collectors are the metrics to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.open, m.sent, m.coalesced, m.tick}
 }

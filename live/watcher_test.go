@@ -29,7 +29,9 @@ func TestASlowSubscriberGetsTheLatestRevision(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := prometheus.NewRegistry()
-		watcher := live.New(snapshot.NewReader(db), live.Options{Interval: 5 * time.Millisecond, Metrics: live.NewMetrics(reg)})
+		m := live.NewMetrics()
+		reg.MustRegister(m.Collectors()...)
+		watcher := live.New(snapshot.NewReader(db), live.Options{Interval: 5 * time.Millisecond, Metrics: m})
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go watcher.Run(wctx)

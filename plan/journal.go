@@ -90,20 +90,16 @@ func (l *journalLoaders) primeStep(s snapshot.Step, err error) {
 // parentStepKeys are the keys of the parent steps of steps: one per step
 // that has a parent, and at, the index of each among steps.
 func parentStepKeys[S snapshot.Step](steps []S) (keys []snapshot.StepKey, at []int) {
-	for i, s := range steps {
-		if b := s.Base(); b.ParentStepID != nil {
-			keys = append(keys, snapshot.StepKey{RunID: b.RunID, StepID: *b.ParentStepID})
-			at = append(at, i)
+	return keysWhere(steps, func(s S) (snapshot.StepKey, bool) {
+		b := s.Base()
+		if b.ParentStepID == nil {
+			return snapshot.StepKey{}, false
 		}
-	}
-	return keys, at
+		return snapshot.StepKey{RunID: b.RunID, StepID: *b.ParentStepID}, true
+	})
 }
 
 // journalPageKeys are the keys of the journal pages of runs.
 func journalPageKeys(runs []*snapshot.Run, first *int, after *string) []pageKey {
-	keys := make([]pageKey, len(runs))
-	for i, run := range runs {
-		keys[i] = newPageKey(run.ID, "", first, after)
-	}
-	return keys
+	return runPageKeys(runs, "", func(*snapshot.Run) string { return "" }, first, after)
 }

@@ -601,9 +601,20 @@ func runsKeys(ids []string) ([]string, error) {
 // parentKeys are the keys of Run.parent: one per run with an effective
 // parent, and at, the index of each among objs.
 func parentKeys(objs []*snapshot.Run) (keys []string, at []int) {
-	for i, run := range objs {
-		if run.ExecutionParentID != nil {
-			keys = append(keys, *run.ExecutionParentID)
+	return keysWhere(objs, func(run *snapshot.Run) (string, bool) {
+		if run.ExecutionParentID == nil {
+			return "", false
+		}
+		return *run.ExecutionParentID, true
+	})
+}
+
+// keysWhere are the keys of the objects key gives one for, and at, the
+// index of each among objs.
+func keysWhere[O, K any](objs []O, key func(O) (K, bool)) (keys []K, at []int) {
+	for i, o := range objs {
+		if k, ok := key(o); ok {
+			keys = append(keys, k)
 			at = append(at, i)
 		}
 	}
@@ -611,19 +622,20 @@ func parentKeys(objs []*snapshot.Run) (keys []string, at []int) {
 }
 
 func childrenKeys(objs []*snapshot.Run, first *int, after *string) []pageKey {
-	keys := make([]pageKey, len(objs))
-	for i, run := range objs {
-		keys[i] = newPageKey(run.ID, "", first, after)
-		keys[i].kind = cursor.Children
-	}
-	return keys
+	return runPageKeys(objs, cursor.Children, func(*snapshot.Run) string { return "" }, first, after)
 }
 
 func roundsKeys(objs []*snapshot.Run, first *int, after *string) []pageKey {
-	keys := make([]pageKey, len(objs))
-	for i, run := range objs {
-		keys[i] = newPageKey(run.ID, run.LineageID, first, after)
-		keys[i].kind = cursor.Rounds
+	return runPageKeys(objs, cursor.Rounds, func(run *snapshot.Run) string { return run.LineageID }, first, after)
+}
+
+// runPageKeys are the keys of a page of kind anchored at each run, within
+// the lineage lineage gives.
+func runPageKeys(runs []*snapshot.Run, kind cursor.Kind, lineage func(*snapshot.Run) string, first *int, after *string) []pageKey {
+	keys := make([]pageKey, len(runs))
+	for i, run := range runs {
+		keys[i] = newPageKey(run.ID, lineage(run), first, after)
+		keys[i].kind = kind
 	}
 	return keys
 }

@@ -77,3 +77,23 @@ func checkAck(t *testing.T, doc []byte) {
 		t.Errorf("%s: engineAck %+v, encoding/json %+v (%v)", doc, got, want, wantOK)
 	}
 }
+
+// BenchmarkEngineAck reads an acknowledgement as the engine writes it,
+// beside decodedAck's encoding/json.
+func BenchmarkEngineAck(b *testing.B) {
+	raw := []byte(`{"observedAtMs":1700000000123,"owner":{"hostId":"worker-7.example","pid":31337,"nonce":"b6f0c2"}}`)
+	b.Run("jsonwire", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := engineAck(raw); !ok {
+				b.Fatal("not read")
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := decodedAck(raw); !ok {
+				b.Fatal("not read")
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/jsonwire"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
@@ -207,7 +208,7 @@ func (d *decodeError) json(col string, v any) json.RawMessage {
 		d.fail("column %s is not text", col)
 		return nil
 	}
-	if !validJSON(doc) {
+	if !jsonwire.Valid(doc) {
 		d.fail("column %s is not valid JSON", col)
 		return nil
 	}
@@ -414,8 +415,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 // state returns the state column and its flowName, which must be a
 // non-empty string in a JSON object. The state is the largest column of a
 // run and this is the hottest decoding there is, so it validates the
-// document in one pass (validJSON, json.Valid's judgement at a fraction
-// of its cost), finds flowName with a scan of the top level, and takes its
+// document in one pass (jsonwire.Valid), finds flowName with a scan of the top level, and takes its
 // text from the column itself when it has no escapes, unmarshalling only a
 // name that has.
 func state(d *decodeError, v any) (json.RawMessage, string) {
@@ -424,11 +424,11 @@ func state(d *decodeError, v any) (json.RawMessage, string) {
 		d.fail("column state_json is not text")
 		return nil, ""
 	}
-	if !validJSON(doc) {
+	if !jsonwire.Valid(doc) {
 		d.fail("column state_json is not valid JSON")
 		return nil, ""
 	}
-	start, end, found, object := topLevelValue(doc, "flowName")
+	start, end, found, object := jsonwire.TopLevelValue(doc, "flowName")
 	switch {
 	case !object:
 		d.fail("state_json is not a JSON object")
@@ -467,92 +467,6 @@ func plainString(quoted []byte) bool {
 	}
 	text := quoted[1 : len(quoted)-1]
 	return bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text)
-}
-
-// topLevelValue returns where the value of key is in the top level of
-// doc, which must be valid JSON (see validJSON): doc[start:end]; the last
-// one when key repeats, as encoding/json takes it. object is false when doc
-// is not an object.
-func topLevelValue(doc []byte, key string) (start, end int, found, object bool) {
-	i := skipSpace(doc, 0)
-	if i >= len(doc) || doc[i] != '{' {
-		return 0, 0, false, false
-	}
-	i++
-	for {
-		i = skipSpace(doc, i)
-		if doc[i] == '}' {
-			return start, end, found, true
-		}
-		if doc[i] == ',' {
-			i = skipSpace(doc, i+1)
-		}
-		keyEnd := skipString(doc, i)
-		k := doc[i+1 : keyEnd-1]
-		i = skipSpace(doc, keyEnd) + 1 // the colon
-		i = skipSpace(doc, i)
-		valueEnd := skipValue(doc, i)
-		if string(k) == key || bytes.IndexByte(k, '\\') >= 0 && unquotes(doc[keyEnd-len(k)-2:keyEnd], key) {
-			start, end, found = i, valueEnd, true
-		}
-		i = valueEnd
-	}
-}
-
-// unquotes says that the JSON string quoted is key.
-func unquotes(quoted []byte, key string) bool {
-	var s string
-	return json.Unmarshal(quoted, &s) == nil && s == key
-}
-
-func skipSpace(doc []byte, i int) int {
-	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\r' || doc[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that starts at i.
-func skipString(doc []byte, i int) int {
-	for i++; i < len(doc); i++ {
-		switch doc[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index after the value that starts at i.
-func skipValue(doc []byte, i int) int {
-	switch doc[i] {
-	case '"':
-		return skipString(doc, i)
-	case '{', '[':
-		depth := 0
-		for i < len(doc) {
-			switch doc[i] {
-			case '"':
-				i = skipString(doc, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(doc) && !strings.ContainsRune(",}] \t\r\n", rune(doc[i])) {
-		i++
-	}
-	return i
 }
 
 func cancelAck(d *decodeError, raw json.RawMessage) *CancelAcknowledgement {
@@ -608,62 +522,19 @@ func decodedAck(raw json.RawMessage) (ackFields, bool) {
 // space, each N at most 16 digits without a leading zero and each S valid
 // UTF-8 without an escape: what decodedAck would make of it, with one
 // allocation in place of a score of them. Any other text is false, for
-// decodedAck to read.
+// decodedAck to read. Read by hand because BenchmarkEngineAck shows it pays
+// against encoding/json.
 func engineAck(raw json.RawMessage) (ackFields, bool) {
-	p := ackScan{s: string(raw), ok: true}
+	p := jsonwire.NewLayout(raw)
 	var a ackFields
-	p.literal(`{"observedAtMs":`)
-	a.observed = json.Number(p.digits())
-	p.literal(`,"owner":{"hostId":`)
-	a.host = p.text()
-	p.literal(`,"pid":`)
-	a.pid = json.Number(p.digits())
-	p.literal(`,"nonce":`)
-	a.nonce = p.text()
-	p.literal(`}}`)
-	return a, p.ok && p.i == len(p.s)
-}
-
-// ackScan reads engineAck's document from the start: ok turns false at
-// the first text that is not what is asked for.
-type ackScan struct {
-	s  string
-	i  int
-	ok bool
-}
-
-func (p *ackScan) literal(l string) {
-	if p.ok = p.ok && strings.HasPrefix(p.s[p.i:], l); p.ok {
-		p.i += len(l)
-	}
-}
-
-func (p *ackScan) digits() string {
-	j := p.i
-	for p.ok && j < len(p.s) && '0' <= p.s[j] && p.s[j] <= '9' {
-		j++
-	}
-	n := j - p.i
-	if p.ok = p.ok && n > 0 && n <= 16 && (n == 1 || p.s[p.i] != '0'); !p.ok {
-		return ""
-	}
-	d := p.s[p.i:j]
-	p.i = j
-	return d
-}
-
-func (p *ackScan) text() string {
-	if p.ok = p.ok && p.i < len(p.s) && p.s[p.i] == '"'; !p.ok {
-		return ""
-	}
-	j := p.i + 1
-	for j < len(p.s) && p.s[j] != '"' && p.s[j] != '\\' && p.s[j] >= 0x20 {
-		j++
-	}
-	if p.ok = j < len(p.s) && p.s[j] == '"' && utf8.ValidString(p.s[p.i+1:j]); !p.ok {
-		return ""
-	}
-	t := p.s[p.i+1 : j]
-	p.i = j + 1
-	return t
+	p.Literal(`{"observedAtMs":`)
+	a.observed = json.Number(p.Digits(16))
+	p.Literal(`,"owner":{"hostId":`)
+	a.host = p.Text()
+	p.Literal(`,"pid":`)
+	a.pid = json.Number(p.Digits(16))
+	p.Literal(`,"nonce":`)
+	a.nonce = p.Text()
+	p.Literal(`}}`)
+	return a, p.Done()
 }

@@ -67,6 +67,16 @@ func TakeLane(r *Reader) func() {
 	}
 }
 
+// ActivitySQL returns the statement and arguments RunActivity reads req
+// with, for tests that read its plan.
+func ActivitySQL(d store.Dialect, req ActivityRequest) (string, []any) {
+	args := []any{int64(req.Since), int64(req.Until), int64(req.Bucket)}
+	if req.FlowName != nil {
+		args = append(args, *req.FlowName)
+	}
+	return activityStatement(d, req.FlowName != nil), args
+}
+
 // CountSQL returns the statement and arguments CountRuns counts filter with.
 func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
 	f := filter.canonical()

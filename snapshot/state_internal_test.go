@@ -4,64 +4,40 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/flowsnap/flowsnap/jsonwire"
 )
 
-// referenceTopLevel is what encoding/json makes of doc's top level.
-func referenceTopLevel(doc []byte, key string) (val []byte, found, object bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(doc, &m) != nil || bytes.TrimSpace(doc)[0] != '{' {
-		return nil, false, false
-	}
-	v, ok := m[key]
-	return v, ok, true
-}
-
-var stateSeeds = []string{
+// stateNames are states whose flowName state takes without unmarshalling
+// when it can.
+var stateNames = []string{
 	`{"flowName":"a"}`,
 	` { "input" : {"flowName":"inner"} , "flowName" : "outer" } `,
 	`{"flowName":"first","flowName":"last"}`,
 	`{"flow\u004eame":"escaped"}`,
-	`{"x":"}\"{","flowName":"after a tricky string"}`,
-	`{"x":[1,{"flowName":"no"},"]"],"y":-1.5e3,"z":true,"w":null}`,
-	`{"flowName":7}`,
-	`{"other":"x"}`,
-	`[{"flowName":"in an array"}]`,
-	`"flowName"`,
-	`{}`,
 	`{"flowName":"a\"b"}`,
 	`{"flowName":"caf\u00e9"}`,
 	`{"flowName":"tab\tand\\slash"}`,
 	`{"flowName":""}`,
+	`"flowName"`,
 }
 
 func TestStateScanAgreesWithEncodingJSON(t *testing.T) {
-	for _, doc := range stateSeeds {
-		checkTopLevel(t, []byte(doc))
+	for _, doc := range stateNames {
 		checkPlainString(t, []byte(doc))
 	}
 }
 
-func FuzzTopLevelValue(f *testing.F) {
-	for _, doc := range stateSeeds {
+func FuzzPlainString(f *testing.F) {
+	for _, doc := range stateNames {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if !json.Valid(doc) {
 			return
 		}
-		checkTopLevel(t, doc)
 		checkPlainString(t, doc)
 	})
-}
-
-func checkTopLevel(t *testing.T, doc []byte) {
-	t.Helper()
-	start, end, found, object := topLevelValue(doc, "flowName")
-	val := doc[start:end]
-	wantVal, wantFound, wantObject := referenceTopLevel(doc, "flowName")
-	if found != wantFound || object != wantObject || !bytes.Equal(bytes.TrimSpace(val), bytes.TrimSpace(wantVal)) {
-		t.Errorf("%s: got (%s, %v, %v), encoding/json (%s, %v, %v)", doc, val, found, object, wantVal, wantFound, wantObject)
-	}
 }
 
 // checkPlainString checks that the name state takes without unmarshalling
@@ -70,7 +46,7 @@ func checkTopLevel(t *testing.T, doc []byte) {
 func checkPlainString(t *testing.T, doc []byte) {
 	t.Helper()
 	values := [][]byte{bytes.TrimSpace(doc)}
-	if start, end, found, _ := topLevelValue(doc, "flowName"); found {
+	if start, end, found, _ := jsonwire.TopLevelValue(doc, "flowName"); found {
 		values = append(values, doc[start:end])
 	}
 	for _, v := range values {

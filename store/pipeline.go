@@ -59,7 +59,7 @@ func (db *DB) BeginReadWith(ctx context.Context, first string, firstDest []any, 
 	if err != nil {
 		return fail(err)
 	}
-	return &pgConnTx{conn: conn}, &batchRows{Rows: r, br: br}, nil
+	return &pgConnTx{pgQueries: pgQueries{conn}, conn: conn}, &batchRows{Rows: r, br: br}, nil
 }
 
 // rollback ends whatever transaction conn has and returns conn to its
@@ -73,24 +73,8 @@ func rollback(ctx context.Context, conn *pgxpool.Conn) {
 
 // pgConnTx is a read transaction begun by hand on a pooled connection.
 type pgConnTx struct {
+	pgQueries
 	conn *pgxpool.Conn
-}
-
-func (t *pgConnTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	tag, err := t.conn.Exec(ctx, q, args...)
-	return tag.RowsAffected(), err
-}
-
-func (t *pgConnTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := t.conn.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
-}
-
-func (t *pgConnTx) QueryRow(ctx context.Context, q string, args ...any) Row {
-	return pgRow{t.conn.QueryRow(ctx, q, args...)}
 }
 
 func (t *pgConnTx) Commit(context.Context) error {

@@ -332,7 +332,7 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 		if err != nil {
 			return nil, db.persistence(err, "beginning a read")
 		}
-		return &pgTx{tx: tx}, nil
+		return newPgTx(tx), nil
 	default:
 		release, err := db.enterRead(ctx)
 		if err != nil {
@@ -422,7 +422,7 @@ func (db *DB) BeginWrite(ctx context.Context) (Tx, error) {
 		if err != nil {
 			return nil, db.persistence(err, "beginning a write")
 		}
-		return &pgTx{tx: tx}, nil
+		return newPgTx(tx), nil
 	default:
 		if db.writer == nil {
 			return nil, fmt.Errorf("%s was opened read-only", db.where)

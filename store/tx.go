@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 )
 
@@ -48,24 +49,41 @@ type Row interface {
 // dialect.
 var ErrNoRows = errors.New("no rows in result set")
 
-type pgTx struct{ tx pgx.Tx }
+// pgQuerier is what a pgx transaction and a pooled connection share: the
+// one adapter (pgQueries) makes either a Querier.
+type pgQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
 
-func (t *pgTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(ctx, q, args...)
+// pgQueries adapts pgx's statements to Querier.
+type pgQueries struct{ q pgQuerier }
+
+func (p pgQueries) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := p.q.Exec(ctx, q, args...)
 	return tag.RowsAffected(), err
 }
 
-func (t *pgTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := t.tx.Query(ctx, q, args...)
+func (p pgQueries) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := p.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	return rows, nil
 }
 
-func (t *pgTx) QueryRow(ctx context.Context, q string, args ...any) Row {
-	return pgRow{t.tx.QueryRow(ctx, q, args...)}
+func (p pgQueries) QueryRow(ctx context.Context, q string, args ...any) Row {
+	return pgRow{p.q.QueryRow(ctx, q, args...)}
 }
+
+// pgTx is a pgx transaction.
+type pgTx struct {
+	pgQueries
+	tx pgx.Tx
+}
+
+func newPgTx(tx pgx.Tx) *pgTx { return &pgTx{pgQueries: pgQueries{tx}, tx: tx} }
 
 func (t *pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
 func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }

@@ -1,7 +1,8 @@
 // Builds the dashboard and the explorer into dist/, which the Go package
 // embeds, and writes dist/STAMP: the SHA-256 of every input (this file,
 // package.json, package-lock.json and src/), which a Go test recomputes to
-// tell when dist/ is stale.
+// tell when dist/ is stale; and copies axe-core into testdata/ for the
+// browser tests.
 import * as esbuild from 'esbuild';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +45,11 @@ await esbuild.build({
 });
 copyFileSync(join(here, 'src/dashboard/style.css'), join(out, 'dashboard.css'));
 copyFileSync(join(here, 'src/dashboard/index.html'), join(out, 'dashboard.html'));
+copyFileSync(join(here, 'src/dashboard/favicon.svg'), join(out, 'favicon.svg'));
 copyFileSync(join(here, 'src/explorer/index.html'), join(out, 'explorer.html'));
 copyFileSync(join(here, 'src/explorer/examples.json'), join(out, 'examples.json'));
 writeFileSync(join(out, 'STAMP'), stamp() + '\n');
+// axe-core for the browser tests, which inject it into the pages: kept
+// beside the tests (not embedded in the binary), so that they need no Node.
+mkdirSync(join(here, 'testdata'), { recursive: true });
+copyFileSync(join(here, 'node_modules/axe-core/axe.min.js'), join(here, 'testdata/axe.min.js'));

@@ -1,6 +1,9 @@
 // Package web serves flowsnap's browser pages: the dashboard at "/" (the runs
-// list and the run page, a client of the GraphQL API) and the GraphiQL query
-// explorer at "/explorer", with their scripts and styles under "/assets/".
+// list, the run page and the overview, a client of the GraphQL API) and the
+// GraphiQL query explorer at "/explorer", with their scripts and styles
+// under "/assets/", the settings the dashboard follows at
+// "/dashboard/config.json", and the icon at "/favicon.svg" and
+// "/favicon.ico".
 //
 // The pages are built from the sources in src/ by esbuild (npm run build)
 // into dist/, which is committed and embedded, so the binary serves them
@@ -33,6 +36,30 @@ type Options struct {
 	// Explorer serves GraphiQL at /explorer (off when introspection is off,
 	// since GraphiQL needs the schema).
 	Explorer bool
+	// StaleAfter is how old a running run's heartbeat may be before the
+	// dashboard marks it stale; 0 means DefaultStaleAfter.
+	StaleAfter time.Duration
+}
+
+// DefaultStaleAfter is the stale-heartbeat threshold when none is set.
+const DefaultStaleAfter = 5 * time.Minute
+
+// config is what /dashboard/config.json tells the dashboard.
+type config struct {
+	StaleAfterMs int64 `json:"staleAfterMs"`
+	Explorer     bool  `json:"explorer"`
+}
+
+func configAsset(opts Options) asset {
+	stale := opts.StaleAfter
+	if stale <= 0 {
+		stale = DefaultStaleAfter
+	}
+	b, err := json.Marshal(config{StaleAfterMs: stale.Milliseconds(), Explorer: opts.Explorer})
+	if err != nil {
+		panic("web: " + err.Error())
+	}
+	return newAsset(b, "application/json")
 }
 
 type asset struct {
@@ -47,6 +74,10 @@ func load(name, contentType string) asset {
 		// dist is embedded and covered by the package's tests.
 		panic("web: " + err.Error())
 	}
+	return newAsset(b, contentType)
+}
+
+func newAsset(b []byte, contentType string) asset {
 	sum := sha256.Sum256(b)
 	return asset{body: b, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 }
@@ -62,14 +93,20 @@ type handler struct {
 }
 
 // Handler returns the pages: "/" the dashboard, "/explorer" GraphiQL (when
-// opts.Explorer), and their assets under "/assets/". It answers GET and HEAD
-// with ETag revalidation, and 404 for any other path.
+// opts.Explorer), their assets under "/assets/", the dashboard's settings
+// and the icon. It answers GET and HEAD with ETag revalidation, and 404 for
+// any other path.
 func Handler(opts Options) http.Handler {
-	const js, css = "text/javascript; charset=utf-8", "text/css; charset=utf-8"
+	const js, css, svg = "text/javascript; charset=utf-8", "text/css; charset=utf-8", "image/svg+xml"
 	routes := map[string]asset{
-		"/":                     load("dashboard.html", "text/html; charset=utf-8"),
-		"/assets/dashboard.js":  load("dashboard.js", js),
-		"/assets/dashboard.css": load("dashboard.css", css),
+		"/":                      load("dashboard.html", "text/html; charset=utf-8"),
+		"/assets/dashboard.js":   load("dashboard.js", js),
+		"/assets/dashboard.css":  load("dashboard.css", css),
+		"/dashboard/config.json": configAsset(opts),
+		// An SVG icon, at the path browsers ask for too: they read it by
+		// its type, not its name.
+		"/favicon.svg": load("favicon.svg", svg),
+		"/favicon.ico": load("favicon.svg", svg),
 	}
 	if opts.Explorer {
 		routes["/explorer"] = load("explorer.html", "text/html; charset=utf-8")
@@ -107,7 +144,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Paths lists the paths Handler(opts) serves, for mounting it on a mux.
 func Paths(opts Options) []string {
-	paths := []string{"/", "/assets/"}
+	paths := []string{"/", "/assets/", "/dashboard/", "/favicon.svg", "/favicon.ico"}
 	if opts.Explorer {
 		paths = append(paths, "/explorer", "/explorer/")
 	}

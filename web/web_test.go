@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // inputsDigest is build.mjs's stamp: the SHA-256 over every input file, in
@@ -52,7 +53,7 @@ func TestBuiltFilesAreFresh(t *testing.T) {
 	if got, want := strings.TrimSpace(string(stamp)), inputsDigest(t); got != want {
 		t.Fatalf("web/dist is stale (STAMP %s, sources %s): run `npm ci && npm run build` in web/ and commit dist/", got, want)
 	}
-	for _, name := range []string{"dashboard.js", "dashboard.css", "dashboard.html", "explorer.js", "explorer.css", "explorer.html", "examples.json"} {
+	for _, name := range []string{"dashboard.js", "dashboard.css", "dashboard.html", "explorer.js", "explorer.css", "explorer.html", "examples.json", "favicon.svg"} {
 		want, err := os.ReadFile(filepath.Join("dist", name))
 		if err != nil {
 			t.Fatal(err)
@@ -80,8 +81,8 @@ func TestBuildReproducesDist(t *testing.T) {
 		t.Skip("rebuilding takes a few seconds")
 	}
 	before := map[string][]byte{}
-	for _, name := range []string{"dashboard.js", "explorer.js", "STAMP"} {
-		b, err := os.ReadFile(filepath.Join("dist", name))
+	for _, name := range []string{"dist/dashboard.js", "dist/explorer.js", "dist/STAMP", "testdata/axe.min.js"} {
+		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,12 +93,12 @@ func TestBuildReproducesDist(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	for name, b := range before {
-		after, err := os.ReadFile(filepath.Join("dist", name))
+		after, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(after) != string(b) {
-			t.Errorf("dist/%s changed when rebuilt: commit the rebuilt files", name)
+			t.Errorf("%s changed when rebuilt: commit the rebuilt files", name)
 		}
 	}
 }
@@ -115,6 +116,10 @@ func TestHandler(t *testing.T) {
 		{"the explorer is at /explorer", Options{Explorer: true}, "/explorer", 200, `id="graphiql"`},
 		{"the explorer's examples", Options{Explorer: true}, "/explorer/examples.json", 200, `"find"`},
 		{"no explorer without introspection", Options{}, "/explorer", 404, ""},
+		{"the dashboard's settings", Options{StaleAfter: 90 * time.Second, Explorer: true}, "/dashboard/config.json", 200, `{"staleAfterMs":90000,"explorer":true}`},
+		{"the default stale threshold", Options{}, "/dashboard/config.json", 200, `"staleAfterMs":300000`},
+		{"the icon", Options{}, "/favicon.svg", 200, "<svg"},
+		{"the icon where browsers look for it", Options{}, "/favicon.ico", 200, "<svg"},
 		{"an unknown path", Options{Explorer: true}, "/nope", 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,6 @@
-// The GraphQL documents the dashboard sends. Every view is one query, so
-// everything it shows is from one snapshot.
+// The GraphQL documents the dashboard sends. Every view's main query is one
+// operation, so everything it shows is from one snapshot; the counts and
+// the tree's levels are read beside it, each at its own position.
 export const STATUSES = ['PENDING', 'RUNNING', 'SUSPENDED', 'COMPLETED', 'FAILED', 'CANCELLED'];
 export const WAITING_KINDS = ['TIMER', 'SIGNAL', 'APPROVAL', 'QUOTA', 'HUMAN', 'OTHER'];
 
@@ -31,7 +32,7 @@ query Runs($filter: RunFilter, $order: RunOrder, $first: Int, $after: String,
 ${brief}`;
 
 export const RUN = `
-query RunPage($id: ID!, $children: String, $rounds: String, $steps: String, $inbound: String, $events: String) {
+query RunPage($id: ID!, $rounds: String, $steps: String, $inbound: String, $events: String) {
   position { source revision }
   run(id: $id) {
     __typename
@@ -45,7 +46,6 @@ query RunPage($id: ID!, $children: String, $rounds: String, $steps: String, $inb
       lineageId roundOrdinal
       cancellation { requestedAt acknowledgement { observedAt owner { hostId pid nonce } } }
       waiting { kind reason wakeAt tokenDigest request }
-      children(first: 20, after: $children) { edges { ordinal node { ...Brief } } pageInfo { hasNextPage endCursor } }
       rounds(first: 20, after: $rounds) { edges { ordinal node { ...Brief } } pageInfo { hasNextPage endCursor } }
       currentStep { id }
       steps(first: 50, after: $steps) {
@@ -74,3 +74,39 @@ ${brief}`;
 export const LIVE_POSITION = `subscription LivePosition { position { source revision } }`;
 export const LIVE_RUN = `subscription LiveRun($id: ID!) { run(id: $id) { __typename ... on Run { id revision } ... on MissingRun { id deleted } } }`;
 export const POSITION = `query Position { position { source revision } }`;
+
+// statusCounts counts a filter's runs, in all and per status ($c<STATUS>).
+export const statusCounts = `
+query StatusCounts($filter: RunFilter, ${STATUSES.map((s) => `$c${s}: RunFilter`).join(', ')}) {
+  total: countRuns(filter: $filter) { count capped }
+  ${STATUSES.map((s) => `c${s}: countRuns(filter: $c${s}) { count capped }`).join('\n  ')}
+}`;
+
+// CHILDREN reads one level of a run's descendants; each child says whether
+// it has children of its own.
+export const CHILDREN = `
+query Children($id: ID!, $first: Int) {
+  run(id: $id) {
+    ... on Run { id children(first: $first) {
+      edges { ordinal node { ...Brief ... on Run { children(first: 1) { edges { ordinal } } } } }
+      pageInfo { hasNextPage endCursor }
+    } }
+  }
+}
+${brief}`;
+
+// FIND is the search box's look-up of a run by id.
+export const FIND = `query Find($id: ID!) { run(id: $id) { __typename ... on Run { id } ... on MissingRun { id deleted deletedAtRevision } } }`;
+
+// FLOWS reads the flow names the filter offers.
+export const FLOWS = `query Flows($after: String) { flows(first: 200, after: $after) { nodes pageInfo { hasNextPage endCursor } } }`;
+
+// OVERVIEW reads the activity of a window and the current counts by status,
+// overall or for one flow, in one snapshot.
+export const OVERVIEW = `
+query Overview($since: DateTime!, $until: DateTime!, $flow: String, $filter: RunFilter, ${STATUSES.map((s) => `$c${s}: RunFilter`).join(', ')}) {
+  position { source revision }
+  runActivity(since: $since, until: $until, bucket: HOUR, flowName: $flow) { start end started finished completed failed cancelled }
+  total: countRuns(filter: $filter) { count capped }
+  ${STATUSES.map((s) => `c${s}: countRuns(filter: $c${s}) { count capped }`).join('\n  ')}
+}`;

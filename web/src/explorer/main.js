@@ -82,11 +82,49 @@ const Icon = () => h('span', { 'aria-hidden': true, className: 'examples-icon' }
 
 const plugin = { title: 'Examples', icon: Icon, content: Examples };
 
+// GraphiQL decides at its first render whether the plugin pane is hidden,
+// before the visiblePlugin prop reaches its store: given that prop, its
+// button said "Hide Examples" over a hidden pane. So the pane opens as a
+// person would open it, by its button, once the button is there.
+function openExamples() {
+  const button = document.querySelector('.graphiql-sidebar button[aria-label="Show Examples"]');
+  if (button) {
+    button.click();
+    return true;
+  }
+  return document.querySelector('.graphiql-sidebar button[aria-label="Hide Examples"]') !== null;
+}
+
+// Names for the editors' text areas, which GraphiQL's CodeMirror leaves
+// without a label, and for the results pane.
+const LABELS = [
+  ['.graphiql-query-editor textarea', 'Query'],
+  ['.graphiql-editor-tool [aria-label="Variables"] textarea, .graphiql-editor-tool .graphiql-editor:not(.hidden) textarea', 'Variables'],
+  ['.graphiql-response textarea', 'Response'],
+];
+function labelEditors(root) {
+  root.querySelectorAll('.graphiql-editor-tool .graphiql-editor').forEach((ed, i) => {
+    ed.querySelectorAll('textarea:not([aria-label])').forEach((ta) => ta.setAttribute('aria-label', i === 0 ? 'Variables' : 'Headers'));
+  });
+  for (const [sel, name] of LABELS) root.querySelectorAll(sel).forEach((ta) => ta.hasAttribute('aria-label') || ta.setAttribute('aria-label', name));
+}
+
 function App() {
+  useEffect(() => {
+    const root = document.getElementById('graphiql');
+    let opened = false;
+    const fix = () => {
+      labelEditors(root);
+      if (!opened) opened = openExamples();
+    };
+    const mo = new MutationObserver(fix);
+    mo.observe(root, { childList: true, subtree: true });
+    fix();
+    return () => mo.disconnect();
+  }, []);
   return h(GraphiQL, {
     fetcher,
     plugins: [plugin],
-    visiblePlugin: plugin,
     defaultQuery: '{ position { source revision } }',
     shouldPersistHeaders: false,
   });

@@ -1,4 +1,4 @@
-package snapshot
+package jsonwire
 
 import (
 	"encoding/json"
@@ -21,12 +21,12 @@ func TestValidJSONIsJSONValid(t *testing.T) {
 	docs := append([]string(nil), validSeeds...)
 	docs = append(docs, stateSeeds...)
 	// encoding/json's nesting limit, both sides of it.
-	for _, n := range []int{maxJSONDepth, maxJSONDepth + 1} {
+	for _, n := range []int{maxDepth, maxDepth + 1} {
 		docs = append(docs, strings.Repeat("[", n)+strings.Repeat("]", n),
 			strings.Repeat(`{"a":`, n)+"1"+strings.Repeat("}", n))
 	}
 	for _, doc := range docs {
-		if got, want := validJSON([]byte(doc)), json.Valid([]byte(doc)); got != want {
+		if got, want := Valid([]byte(doc)), json.Valid([]byte(doc)); got != want {
 			t.Errorf("%.60q: validJSON %v, json.Valid %v", doc, got, want)
 		}
 	}
@@ -37,7 +37,7 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		if got, want := validJSON(doc), json.Valid(doc); got != want {
+		if got, want := Valid(doc), json.Valid(doc); got != want {
 			t.Errorf("%q: validJSON %v, json.Valid %v", doc, got, want)
 		}
 	})
@@ -45,12 +45,12 @@ func FuzzValidJSON(f *testing.F) {
 
 // BenchmarkValidJSON checks a run's state as the seeder writes it, beside
 // json.Valid on the same bytes.
-func BenchmarkValidJSON(b *testing.B) {
+func BenchmarkValid(b *testing.B) {
 	doc := []byte(`{"flowName":"checkout","input":{"orderId":"order-001234","items":[{"sku":"sku-17","qty":2,"price":12.5},{"sku":"sku-3","qty":1,"price":99}],"express":true},"output":{"status":"shipped","trackingId":"trk-9f8e7d","notes":null}}`)
-	b.Run("validJSON", func(b *testing.B) {
+	b.Run("jsonwire", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		for b.Loop() {
-			if !validJSON(doc) {
+			if !Valid(doc) {
 				b.Fatal("invalid")
 			}
 		}

@@ -1,4 +1,4 @@
-package endpoint
+package jsonwire
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestPlainObjectTakesRequestsVariables(t *testing.T) {
 		`{"id":"run-1","first":100,"after":null,"filter":{"status":["RUNNING","FAILED"],"flowName":"billing"}}`,
 		`{}`,
 	} {
-		if _, ok := plainObject([]byte(doc)); !ok {
+		if _, ok := PlainObject([]byte(doc)); !ok {
 			t.Errorf("%s: left to encoding/json", doc)
 		}
 		checkPlainObject(t, []byte(doc))
@@ -48,11 +48,11 @@ func TestPlainObjectAgreesWithEncodingJSON(t *testing.T) {
 	nested := func(lists int) []byte {
 		return []byte(`{"a":` + strings.Repeat("[", lists) + strings.Repeat("]", lists) + `}`)
 	}
-	if _, ok := plainObject(nested(maxPlainDepth - 1)); !ok {
+	if _, ok := PlainObject(nested(maxPlainDepth - 1)); !ok {
 		t.Error("nesting as deep as encoding/json takes was left to it")
 	}
 	checkPlainObject(t, nested(maxPlainDepth-1))
-	if _, ok := plainObject(nested(maxPlainDepth)); ok {
+	if _, ok := PlainObject(nested(maxPlainDepth)); ok {
 		t.Error("nesting deeper than encoding/json takes was decoded")
 	}
 	if json.Valid(nested(maxPlainDepth)) {
@@ -72,11 +72,10 @@ func FuzzPlainObject(f *testing.F) {
 	})
 }
 
-// checkPlainObject checks that what plainObject decodes, decodeMember's
-// encoding/json decodes alike.
+// checkPlainObject checks that what plainObject decodes, a json.Decoder with UseNumber decodes alike.
 func checkPlainObject(t *testing.T, doc []byte) {
 	t.Helper()
-	got, ok := plainObject(doc)
+	got, ok := PlainObject(doc)
 	if !ok {
 		return
 	}
