@@ -103,3 +103,50 @@ func TestAListOrCountCostsTheRowsItsIndexWillWalk(t *testing.T) {
 		}
 	})
 }
+
+func TestACursorOfAnotherStoreIsRefusedAsSuch(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		ctx := context.Background()
+		open := func(runs int) *snapshot.Reader {
+			dsn := storetest.DSN(t, d)
+			db := storetest.OpenDSN(t, dsn, true)
+			if _, err := engine.Seed(ctx, db, engine.SeedOptions{Runs: runs, Seed: 3}); err != nil {
+				t.Fatal(err)
+			}
+			return snapshot.NewReader(storetest.OpenReader(t, dsn))
+		}
+		// The other store is further on: its cursors carry a revision this
+		// store has not reached.
+		other, this := open(60), open(5)
+		page, err := other.ListRuns(ctx, snapshot.ListRequest{First: ptr(1)})
+		if err != nil || page.PageInfo.EndCursor == nil {
+			t.Fatalf("a page of the other store: %v", err)
+		}
+		srv := httptest.NewServer(endpoint.NewHandler(this, endpoint.Options{}))
+		t.Cleanup(srv.Close)
+		if _, code := costOf(t, srv.URL+"/graphql", `{ position { revision } }`); code != "" {
+			t.Fatalf("position: %s", code)
+		}
+		b, _ := json.Marshal(map[string]any{"query": `query($after: String) { listRuns(first: 1, after: $after) { edges { cursor } } }`, "variables": map[string]any{"after": *page.PageInfo.EndCursor}})
+		res, err := http.Post(srv.URL+"/graphql", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body struct {
+			Errors []struct {
+				Message    string         `json:"message"`
+				Extensions map[string]any `json:"extensions"`
+			} `json:"errors"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		if len(body.Errors) == 0 || body.Errors[0].Extensions["code"] != "BAD_CURSOR" || !strings.Contains(body.Errors[0].Message, "another store") {
+			t.Fatalf("a cursor of another store: %+v, want BAD_CURSOR saying another store", body.Errors)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -423,6 +423,13 @@ func checkPosition(src string, rev int64) (Position, error) {
 // sameSource refuses a position from another store than the first one this
 // reader read: a store replaced under a running server must not be answered
 // from, nor mixed with the one it replaced.
+// Source returns the store's source as first read, or "" before any read.
+func (r *Reader) Source() string {
+	r.sourceMu.Lock()
+	defer r.sourceMu.Unlock()
+	return r.source
+}
+
 func (r *Reader) sameSource(src string) error {
 	r.sourceMu.Lock()
 	defer r.sourceMu.Unlock()
