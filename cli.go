@@ -94,6 +94,7 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 				_, err := parseMaxLag(v)
 				return err
 			}}, &o.replica.maxLag),
+		bind(b, &cli.StringSliceFlag{Name: "allowed-hosts", Usage: "a host name requests may be addressed to besides loopback's and the listen address's (repeatable; * for any); others are answered 421"}, &o.allowedHosts),
 		bind(b, &cli.DurationFlag{Name: "statement-timeout", Value: 2 * time.Second, Usage: "the longest one list or count statement may run before it ends with TIMEOUT (0: only --timeout bounds it)",
 			Validator: func(v time.Duration) error {
 				if v < 0 {

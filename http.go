@@ -57,6 +57,9 @@ type serveOptions struct {
 	// readers).
 	statementTimeout time.Duration
 	expensiveReads   int
+	// allowedHosts are the Host names answered besides loopback's and the
+	// listen address's (hostGuard).
+	allowedHosts []string
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 }
@@ -165,7 +168,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return fmt.Errorf("listening on %s: %w", opts.addr, err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           newHostGuard(mux, opts.allowedHosts, opts.addr, ln.Addr().String()),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      opts.timeout + 15*time.Second,
