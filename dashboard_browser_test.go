@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -48,6 +49,11 @@ var triageBars = []struct {
 
 const triageError = "card declined by issuer (code 51)"
 
+// triageState holds a string and a list longer than the JSON viewer shows
+// at first.
+var triageState = `{"input":{"order":"o-1042","amount":129.5,"note":"` + strings.Repeat("n", 300) + `","lines":[` +
+	strings.TrimSuffix(strings.Repeat("1,", 60), ",") + `]}}`
+
 // writeTriageRun writes triageRun created at base (ms), each action at its
 // own instant.
 func writeTriageRun(t *testing.T, db *store.DB, base int64) {
@@ -69,7 +75,7 @@ func writeTriageRun(t *testing.T, db *store.DB, base int64) {
 	owner := vocab.Owner{HostID: "worker-7", PID: 4100, Nonce: "n-7"}
 	ms := func(sec int64) int64 { return base + sec*1000 }
 	step(0, "create", func() error {
-		return w.CreateRun(ctx, engine.NewRun{ID: triageRun, FlowName: "checkout", State: json.RawMessage(`{"input":{"order":"o-1042","amount":129.5}}`)})
+		return w.CreateRun(ctx, engine.NewRun{ID: triageRun, FlowName: "checkout", State: json.RawMessage(triageState)})
 	})
 	step(2, "start", func() error { return w.Start(ctx, triageRun, owner) })
 	step(2, "add s1", func() error {
@@ -284,6 +290,33 @@ func TestDashboardTriage(t *testing.T) {
 		}
 	})
 
+	t.Run("the JSON viewer folds, cuts long values with a way to see all, and copies", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(base+"/#/run/"+triageRun), chromedp.WaitVisible(`#state .j-tree`))
+		var note string
+		step(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#state li')].find((li) => li.querySelector(':scope > .j-key')?.textContent === 'note').textContent`, &note))
+		if !strings.Contains(note, "show all 300 characters") || strings.Count(note, "n") > 250 {
+			t.Errorf("the long string reads %q", note)
+		}
+		step(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#state button.link')].find((b) => b.textContent.includes('300 characters')).click(); true`, nil),
+			chromedp.Evaluate(`[...document.querySelectorAll('#state li')].find((li) => li.querySelector(':scope > .j-key')?.textContent === 'note').textContent`, &note))
+		if !strings.Contains(note, strings.Repeat("n", 300)) {
+			t.Errorf("after 'show all' the string reads %q", note)
+		}
+		var more int
+		step(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#state button.link')].filter((b) => b.textContent === 'show 10 more').length`, &more))
+		if more != 1 {
+			t.Errorf("%d 'show 10 more' buttons for a list of 60", more)
+		}
+		var copied string
+		step(t, ctx, cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeClipboardReadWrite, cdpbrowser.PermissionTypeClipboardSanitizedWrite}).WithOrigin(base),
+			chromedp.Click(`#state .copy`), chromedp.Poll(`document.querySelector('#state [role=status]').textContent !== ''`, nil, chromedp.WithPollingTimeout(5*time.Second)),
+			chromedp.Evaluate(`navigator.clipboard.readText()`, &copied, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		var back map[string]any
+		if err := json.Unmarshal([]byte(copied), &back); err != nil || back["error"] == nil || back["input"] == nil {
+			t.Errorf("the clipboard holds %.200q (%v)", copied, err)
+		}
+	})
+
 	t.Run("the search box jumps to a run and says when there is none", func(t *testing.T) {
 		target := firstRunWith(t, base, map[string]any{"status": []string{"COMPLETED"}})
 		step(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(`a.run-link`), chromedp.KeyEvent("/"))
@@ -326,6 +359,12 @@ func TestDashboardTriage(t *testing.T) {
 		// The field spells whole minutes without their seconds.
 		if order != "FINISHED_NEWEST_FIRST" || !strings.HasPrefix(after.Format("2006-01-02T15:04:05"), field) {
 			t.Errorf("the form shows order %q, finished after %q", order, field)
+		}
+		// The stale threshold is the server's (--stale-after 90s).
+		var stale string
+		step(t, ctx, chromedp.Text(`label:has(input[name=stale])`, &stale))
+		if !strings.Contains(stale, "over 1 min 30 s") {
+			t.Errorf("the stale filter reads %q, want the server's 90 s", stale)
 		}
 		var offered []string
 		step(t, ctx, chromedp.Evaluate(`[...document.querySelectorAll('#flow-names option')].map((o) => o.value)`, &offered))

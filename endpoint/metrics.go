@@ -28,33 +28,13 @@ const maxOperationNames = 100
 // (Collectors) with the others.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flowsnap_graphql_operations_total",
-			Help: "GraphQL operations by operation name and outcome (ok or the first error's code).",
-		}, []string{"operation", "outcome"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "flowsnap_graphql_operation_duration_seconds",
-			Help:    "Time from the start of an operation to its complete response.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"operation"}),
-		revision: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "flowsnap_position_revision",
-			Help: "The store revision the latest operation read at.",
-		}),
-		readTx: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "flowsnap_read_transaction_seconds",
-			Help:    "How long read transactions stayed open.",
-			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
-		}),
-		readErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flowsnap_read_transaction_rollback_errors_total",
-			Help: "Read transactions whose rollback failed.",
-		}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flowsnap_graphql_refused_requests_total",
-			Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal.",
-		}, []string{"reason"}),
-		names: map[string]bool{},
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_graphql_operations_total", Help: "GraphQL operations by operation name and outcome (ok or the first error's code)."}, []string{"operation", "outcome"}),
+		latency:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowsnap_graphql_operation_duration_seconds", Help: "Time from the start of an operation to its complete response.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"operation"}),
+		revision: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowsnap_position_revision", Help: "The store revision the latest operation read at."}),
+		readTx:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "flowsnap_read_transaction_seconds", Help: "How long read transactions stayed open.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)}),
+		readErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowsnap_read_transaction_rollback_errors_total", Help: "Read transactions whose rollback failed."}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_graphql_refused_requests_total", Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal."}, []string{"reason"}),
+		names:    map[string]bool{},
 	}
 	return m
 }

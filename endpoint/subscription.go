@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -59,12 +57,18 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	stopWatch := context.AfterFunc(ctx, func() { end("client gone") })
 	rh := next(ctx)
 	return func(ctx context.Context) *graphql.Response {
+		ctx, span := startEvent(ctx, opts.Tracer, name, field)
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
 		ectx = planner.Begin(ectx, reader, nil)
 		st.Lend(ectx, rd)
 		resp := rh(ectx)
 		rd.End()
+		var err error
+		if resp != nil {
+			err = st.TakeErr()
+		}
+		endEvent(span, rd, resp, err)
 		if resp == nil {
 			stopWatch()
 			why := "complete"
@@ -79,7 +83,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 			end(why)
 			return nil
 		}
-		if err := st.TakeErr(); err != nil {
+		if err != nil {
 			ge := present(ctx, err)
 			ge.Path = ast.Path{ast.PathName(field)}
 			resp.Errors = append(gqlerror.List{ge}, resp.Errors...)
@@ -130,22 +134,6 @@ func operationName(ctx context.Context) (name, field string) {
 func isSubscription(ctx context.Context) bool {
 	oc := graphql.GetOperationContext(ctx)
 	return oc != nil && oc.Operation != nil && oc.Operation.Operation == ast.Subscription
-}
-
-// addLiveTransports adds the subscription transports. They come before GET
-// and POST, which would otherwise take their requests: a WebSocket upgrade
-// is a GET, and an SSE request a POST of JSON that accepts
-// text/event-stream.
-func addLiveTransports(srv *handler.Server, opts Options) {
-	srv.AddTransport(transport.Websocket{
-		// graphql-transport-ws keeps alive with ping messages, which the
-		// client answers with pong: a client that stops answering is gone.
-		PingPongInterval: opts.KeepAlive,
-		// The older graphql-ws subprotocol has keep-alive messages.
-		KeepAlivePingInterval: opts.KeepAlive,
-		InitTimeout:           30 * time.Second,
-	})
-	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 }
 
 // liftDeadlines lifts the server's read and write deadlines from

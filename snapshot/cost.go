@@ -56,7 +56,12 @@ func ScanOf(f RunFilter, o RunOrder, count bool) Scan {
 	f = f.canonical()
 	k := o.key()
 	if count {
-		k = f.countKey()
+		// A count has no order: the planner walks the finish indexes for
+		// a finish window without a creation range, else a creation one.
+		k = key{column: "created_at_ms"}
+		if (f.FinishedAfter != nil || f.FinishedBefore != nil) && f.CreatedAfter == nil && f.CreatedBefore == nil {
+			k = key{column: "finished_at_ms"}
+		}
 	}
 	s := Scan{Branches: max(1, len(f.Status)) * max(1, len(f.WaitingKind))}
 	var eq []string

@@ -11,6 +11,7 @@ package record
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/flowsnap/flowsnap/fault"
 )
@@ -41,8 +42,7 @@ type Record struct {
 	release func()
 	// status, when set, is the HTTP status the response goes out with,
 	// whatever gqlgen chose (a busy server answers 503).
-	status int
-	busy   bool
+	status atomic.Int32
 	// digest and header, set for a GET query, let its answer carry an ETag.
 	digest string
 	header Header
@@ -136,15 +136,17 @@ func (r *Record) SetReport(report func(Refusal)) {
 // connection, if there is one; for other requests the endpoint reports it
 // when the request ends.
 func (r *Record) Answered() {
+	if report := r.reporter(); report != nil {
+		if f := r.Take(); f.Reason != "" {
+			report(f)
+		}
+	}
+}
+
+func (r *Record) reporter() func(Refusal) {
 	r.mu.Lock()
-	report := r.report
-	r.mu.Unlock()
-	if report == nil {
-		return
-	}
-	if f := r.Take(); f.Reason != "" {
-		report(f)
-	}
+	defer r.mu.Unlock()
+	return r.report
 }
 
 // HoldsSlot reports whether the request holds a parsing slot.
@@ -175,26 +177,14 @@ func (r *Record) ReleaseSlot() {
 
 // SetBusy says the request found the parsing queue full: its response goes
 // out with status.
-func (r *Record) SetBusy(status int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.status, r.busy = status, true
-}
+func (r *Record) SetBusy(status int) { r.status.Store(int32(status)) }
 
 // Busy reports whether the request was refused for a full parsing queue.
-func (r *Record) Busy() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.busy
-}
+func (r *Record) Busy() bool { return r.Status() != 0 }
 
 // Status is the status the response must go out with; 0 leaves it to
 // whoever writes it.
-func (r *Record) Status() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.status
-}
+func (r *Record) Status() int { return int(r.status.Load()) }
 
 // TagWith says where a GET answer's ETag goes and what it is computed
 // from besides the position.
