@@ -62,3 +62,21 @@ func TestSubscribersHearOnceTheStoreBecomesUnreadableAndTheWarningIsRateLimited(
 		t.Errorf("the watcher did not say the store can be read again:\n%s", watcherLogs.String())
 	}
 }
+
+func TestASubscriptionCostsWhatItsEventsRead(t *testing.T) {
+	e := liveFixture(t, store.SQLite, live.Options{}, endpoint.Options{}, "r1")
+	selection := `{ changes { run { ... on Run { children(first: 100) { nodes { ... on Run { id rounds(first: 100) { nodes { __typename } } } } } } } } }`
+	queryCost, code := costOf(t, e.url+"/graphql", `{ changes(since: 0, first: 1000) `+selection+` }`)
+	if code != "COMPLEXITY_LIMIT" {
+		t.Fatalf("the query: %q, want COMPLEXITY_LIMIT", code)
+	}
+	s := subscribeSSE(t, e.url, `subscription { changes(since: 0) `+selection+` }`, nil)
+	ev := next(t, s.events)
+	if ev.code() != "COMPLEXITY_LIMIT" {
+		t.Fatalf("the subscription of events of 1,000 changes with that selection: %+v, want COMPLEXITY_LIMIT", ev)
+	}
+	cost, _ := ev.Errors[0].Extensions["cost"].(map[string]any)
+	if got, _ := cost["requested"].(float64); int(got) != queryCost {
+		t.Errorf("the subscription costs %v, the query of the same page %d", cost["requested"], queryCost)
+	}
+}

@@ -50,6 +50,12 @@ func journalComplexity(c *ComplexityRoot, page func(child int, first *int) int) 
 // change feed's walk stops after its page, a list's or count's only when
 // its index serves every term of its filter.
 func findComplexity(c *ComplexityRoot, reader *snapshot.Reader) {
+	// An event of the changes subscription is a batch of up to
+	// changesBatch changes: it costs what the query of that page does, so
+	// that the complexity limit bounds every event as it bounds a query.
+	c.Subscription.Changes = func(child int, _ int64, _ *string) int {
+		return 1 + changesBatch*child
+	}
 	c.Query.Changes = func(child int, _ int64, _ *string, first *int) int {
 		n := snapshot.DefaultChangesSize
 		if first != nil && *first > 0 {
