@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -15,27 +17,19 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/gcpace"
 	"github.com/flowsnap/flowsnap/live"
+	"github.com/flowsnap/flowsnap/opscli"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/stats"
 	"github.com/flowsnap/flowsnap/store"
 )
 
-// env is a flag's environment twin, read through the getenv run was given
-// rather than the process environment, so tests can set it.
-type env struct {
-	getenv func(string) string
-	key    string
+// opsHooks let tests fix the ops commands' clock, how soon watch
+// reconnects and where it says so; a binary leaves them zero.
+var opsHooks struct {
+	now    func() time.Time
+	retry  time.Duration
+	stderr io.Writer
 }
-
-func (e env) Lookup() (string, bool) {
-	v := e.getenv(e.key)
-	return v, v != ""
-}
-func (e env) String() string   { return "environment variable " + e.key }
-func (e env) GoString() string { return "env{" + e.key + "}" }
-func (e env) IsFromEnv() bool  { return true }
-
-// Key names the variable, so that --help shows it beside the flag.
-func (e env) Key() string { return e.key }
 
 // twinName is the environment twin of the flag name: FLOWSNAP_ and the name
 // in upper case, dashes as underscores (--max-depth, FLOWSNAP_MAX_DEPTH).
@@ -51,7 +45,7 @@ type binder struct{ getenv func(string) string }
 // environment twin.
 func bind[T, C any, VC cli.ValueCreator[T, C]](b binder, f *cli.FlagBase[T, C, VC], dest *T) *cli.FlagBase[T, C, VC] {
 	f.Destination = dest
-	f.Sources = cli.NewValueSourceChain(env{getenv: b.getenv, key: twinName(f.Name)})
+	f.Sources = opscli.Twin(b.getenv, twinName(f.Name))
 	f.Local = true
 	return f
 }
@@ -80,7 +74,27 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 				}
 				return nil
 			}}, &o.logFormat),
-		bind(b, &cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it)"}, &o.staleAfter),
+		bind(b, &cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "how old a running run's heartbeat may be before it counts as stale (the dashboard marks it; flowsnap_runs_stale counts it)",
+			Validator: func(v time.Duration) error {
+				if v <= 0 {
+					return fmt.Errorf("--stale-after %s: want more than 0", v)
+				}
+				return nil
+			}}, &o.staleAfter),
+		bind(b, &cli.DurationFlag{Name: "stats-interval", Value: stats.DefaultInterval, Usage: "the least time between two reads of the workflow metrics (each a read of the whole store, made when /metrics is scraped; 0 reads at every scrape)",
+			Validator: func(v time.Duration) error {
+				if v < 0 {
+					return fmt.Errorf("--stats-interval %s: want 0 or more", v)
+				}
+				return nil
+			}}, &o.stats.Interval),
+		bind(b, &cli.IntFlag{Name: "stats-max-flows", Value: stats.DefaultMaxFlows, Usage: "how many flows (those with the most runs) the workflow metrics label by name; the rest are flow=\"other\"",
+			Validator: func(v int) error {
+				if v < 1 {
+					return fmt.Errorf("--stats-max-flows %d: want 1 or more", v)
+				}
+				return nil
+			}}, &o.stats.MaxFlows),
 		bind(b, &cli.DurationFlag{Name: "live-interval", Value: live.DefaultInterval, Usage: "how often subscriptions look for a new revision of the store"}, &o.liveInterval),
 		bind(b, &cli.IntFlag{Name: "max-subscriptions", Value: live.DefaultMaxSubscriptions, Usage: "the most subscriptions served at once"}, &o.maxSubscriptions),
 		bind(b, &cli.StringFlag{Name: "debug-addr", Usage: "where to serve pprof and runtime metrics (HOST:PORT), apart from --addr; off when empty"}, &o.debugAddr),
@@ -126,8 +140,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 	// between the demo and a subcommand loses the value its environment twin
 	// gave it.
 	var (
-		demoOpts         = demoOptions{serve: serveOptions{stdout: stdout, ready: ready}}
-		serveOpts        = serveOptions{stdout: stdout, ready: ready}
+		demoOpts         = demoOptions{serve: serveOptions{stdout: stdout, ready: ready, getenv: getenv}}
+		serveOpts        = serveOptions{stdout: stdout, ready: ready, getenv: getenv}
 		serveDB, adminDB string
 		seedOpts         engine.SeedOptions
 		simOpts          engine.SimOptions
@@ -158,6 +172,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 		// Errors are returned to main, which prints them once.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Flags:          rootFlags,
+		// `flowsnap completion bash|zsh|fish|pwsh` prints a completion script.
+		EnableShellCompletion: true,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return fmt.Errorf("unknown command %q: see flowsnap --help", cmd.Args().First())
@@ -165,7 +181,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 			gcPace(cmd, &demoOpts.serve)
 			return demo(ctx, demoOpts)
 		},
-		Commands: []*cli.Command{
+		Commands: append([]*cli.Command{
 			{
 				Name:  "serve",
 				Usage: "serve an existing engine store, read-only",
@@ -216,7 +232,8 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					return err
 				})
 			}),
-		},
+		}, opscli.Commands(opscli.Options{Getenv: getenv, Stdout: stdout, Stderr: cmp.Or[io.Writer](opsHooks.stderr, os.Stderr),
+			Now: opsHooks.now, Retry: opsHooks.retry})...),
 	}
 }
 

@@ -63,14 +63,19 @@ func demo(ctx context.Context, opts demoOptions) error {
 		simErr <- err
 	}()
 
-	r, err := store.Open(ctx, path, store.Options{ReadOnly: true, MaxReaders: opts.serve.maxReaders})
+	serveOpts, flush, err := withTracing(ctx, opts.serve)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	r, err := store.Open(ctx, path, store.Options{ReadOnly: true, MaxReaders: opts.serve.maxReaders, TracerProvider: serveOpts.tracing.Provider})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	fmt.Fprintf(out, "a simulated engine keeps writing at %.0f transactions/s\n", opts.rate)
 	suggest(ctx, r, out)
-	err = serveStore(ctx, r, opts.serve)
+	err = serveStore(ctx, r, serveOpts)
 	cancel()
 	if serr := <-simErr; err == nil && serr != nil {
 		err = fmt.Errorf("the simulated engine stopped: %w", serr)

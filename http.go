@@ -17,7 +17,9 @@ import (
 	"github.com/flowsnap/flowsnap/endpoint"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/stats"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/telemetry"
 	"github.com/flowsnap/flowsnap/web"
 )
 
@@ -39,6 +41,8 @@ type serveOptions struct {
 	limits  endpoint.Options
 	stdout  io.Writer
 	replica replicaOptions
+	// stats configures the workflow metrics; its Logger is set by serve.
+	stats stats.Options
 
 	// staleAfter is when a running run's heartbeat counts as stale.
 	staleAfter time.Duration
@@ -54,19 +58,57 @@ type serveOptions struct {
 	gcPace    func()
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
+	// getenv is the environment tracing is configured from (OTEL_*).
+	getenv func(string) string
+	// tracing, when set, is used instead of what getenv configures; for
+	// tests with an in-memory exporter.
+	tracing *telemetry.Tracing
 }
 
+// logger writes one line per event, with the request's id and trace id
+// on the lines of a request (telemetry.NewLogHandler); in JSON a duration
+// is seconds, a float.
 func (o serveOptions) logger() *slog.Logger {
 	if o.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(o.stdout, nil))
+		return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(o.stdout, &slog.HandlerOptions{ReplaceAttr: telemetry.Seconds})))
 	}
-	return slog.New(slog.NewTextHandler(o.stdout, nil))
+	return slog.New(telemetry.NewLogHandler(slog.NewTextHandler(o.stdout, nil)))
+}
+
+// withTracing returns opts with its tracing set up from the environment
+// unless a test gave one, and the function that flushes it at the end.
+func withTracing(ctx context.Context, opts serveOptions) (serveOptions, func(), error) {
+	if opts.tracing != nil {
+		return opts, func() {}, nil
+	}
+	getenv := opts.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	tr, err := telemetry.Setup(ctx, getenv, version())
+	if err != nil {
+		return opts, nil, err
+	}
+	opts.tracing = tr
+	return opts, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(ctx); err != nil {
+			opts.logger().Warn("flushing traces failed", slog.Any("error", err))
+		}
+	}, nil
 }
 
 // serve opens dsn read-only, checks it is an engine store this flowsnap
 // knows, and serves it until ctx ends.
 func serve(ctx context.Context, dsn string, opts serveOptions) error {
-	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: opts.replica.pgExecMode})
+	opts, flush, err := withTracing(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: opts.replica.pgExecMode,
+		TracerProvider: opts.tracing.Provider})
 	if err != nil {
 		return err
 	}
@@ -77,8 +119,13 @@ func serve(ctx context.Context, dsn string, opts serveOptions) error {
 	return serveStore(ctx, db, opts)
 }
 
-// serveStore serves db until ctx ends, then shuts down gracefully.
+// serveStore serves db until ctx ends, then shuts down gracefully; opts
+// has its tracing set up (withTracing).
 func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
+	started := time.Now()
+	if opts.tracing == nil {
+		opts.tracing = &telemetry.Tracing{}
+	}
 	log := opts.logger()
 	if opts.gcPace != nil {
 		opts.gcPace()
@@ -121,18 +168,19 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	gopts.Logger = log
 	gopts.Metrics = metrics
 	gopts.Live = watcher
+	gopts.Tracer = opts.tracing.Tracer("github.com/flowsnap/flowsnap/endpoint")
 	hm := newHTTPMetrics(db)
+	statsOpts := opts.stats
+	statsOpts.StaleAfter, statsOpts.Logger = opts.staleAfter, log
 	reg := newRegistry(metrics.Collectors(), liveMetrics.Collectors(), hm.Collectors(),
-		runCacheCollectors(reader), []prometheus.Collector{replicaCollector{reader}})
+		runCacheCollectors(reader), []prometheus.Collector{replicaCollector{reader}, stats.New(reader, statsOpts), readyCollector(reader)})
 	compress := compressor()
 	mux.Handle("/graphql", hm.count("/graphql", compress(withCORS(endpoint.NewHandler(reader, gopts), opts.corsOrigins))))
 	mux.Handle("GET /healthz", hm.count("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})))
 	mux.Handle("GET /readyz", hm.count("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := reader.Position(ctx); err != nil {
+		if !ready(r.Context(), reader) {
 			http.Error(w, "the store cannot be read", http.StatusServiceUnavailable)
 			return
 		}
@@ -153,7 +201,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return fmt.Errorf("listening on %s: %w", opts.addr, err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           telemetry.Middleware(mux, opts.tracing, traced),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      opts.timeout + 15*time.Second,
@@ -169,7 +217,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	if opts.introspection {
 		explorer = "http://" + addr + "/explorer"
 	}
-	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", "http://"+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64())
+	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", "http://"+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64(),
+		"tracing", opts.tracing.Provider != nil)
 	if opts.logFormat != "json" {
 		// The pages' addresses on lines of their own, to click or copy.
 		fmt.Fprintf(opts.stdout, "dashboard: %s\n", dashboard)
@@ -195,19 +244,61 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	case <-ctx.Done():
 	}
+	log.Info("flowsnap shutting down", "reason", context.Cause(ctx).Error())
 	// Subscriptions end first, each with its complete message, so that
 	// Shutdown finds their streams finished rather than cutting them.
+	stopping := time.Now()
 	stopLive()
 	<-liveDone
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shutdown)
 	closeConns()
-	if err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+	if err == nil {
+		if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
+	} else {
+		err = fmt.Errorf("shutting down: %w", err)
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// The last line: how the server ended, after how long.
+	attrs := []slog.Attr{slog.Duration("uptime", time.Since(started)), slog.Duration("shutdown", time.Since(stopping))}
+	if err != nil {
+		log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "flowsnap stopped", append(attrs, slog.Any("error", err))...)
 		return err
 	}
+	log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "flowsnap stopped", attrs...)
 	return nil
+}
+
+// traced says which requests are traced: not the probes and scrapes,
+// which come every few seconds and say nothing about an operation.
+func traced(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/metrics", "/healthz", "/readyz":
+		return false
+	}
+	return true
+}
+
+// readyCollector is flowsnap_ready: what /readyz says, at each scrape.
+func readyCollector(reader *snapshot.Reader) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flowsnap_ready",
+		Help: "1 when the store can be read (what /readyz answers 200 for), else 0; checked at each scrape.",
+	}, func() float64 {
+		if ready(context.Background(), reader) {
+			return 1
+		}
+		return 0
+	})
+}
+
+// ready reports whether the store can be read: its position, within two
+// seconds. /readyz and flowsnap_ready both ask it.
+func ready(ctx context.Context, reader *snapshot.Reader) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := reader.Position(ctx)
+	return err == nil
 }

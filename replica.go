@@ -50,7 +50,8 @@ func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOption
 			closeAll()
 			return nil, fmt.Errorf("--replica %d is not a postgres:// URL", i+1)
 		}
-		db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: ro.pgExecMode, Lazy: true})
+		db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true, MaxReaders: opts.maxReaders, PGExecMode: ro.pgExecMode, Lazy: true,
+			TracerProvider: opts.tracing.Provider})
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("replica %d: %w", i+1, err)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/flowsnap/flowsnap/opscli"
 )
 
 func main() {
@@ -17,7 +19,9 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "flowsnap:", err)
-		os.Exit(1)
+		// 2 for a command line that could not be run, 1 for any other
+		// failure (docs/contract.md#ops-cli).
+		os.Exit(opscli.ExitCode(err))
 	}
 }
 

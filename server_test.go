@@ -222,9 +222,12 @@ func TestServeRefusesWhatIsNotAStore(t *testing.T) {
 func TestCommandLineRefusesWhatItDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	for want, args := range map[string][]string{
-		"text or json": {"flowsnap", "serve", "--db", "x.db", "--log-format", "xml"},
-		"no-such-flag": {"flowsnap", "serve", "--db", "x.db", "--no-such-flag"},
-		"0 or more":    {"flowsnap", "serve", "--db", "x.db", "--run-cache-mb", "-1"},
+		"text or json":                         {"flowsnap", "serve", "--db", "x.db", "--log-format", "xml"},
+		"no-such-flag":                         {"flowsnap", "serve", "--db", "x.db", "--no-such-flag"},
+		"0 or more":                            {"flowsnap", "serve", "--db", "x.db", "--run-cache-mb", "-1"},
+		"--stats-interval -1s: want 0 or more": {"flowsnap", "serve", "--db", "x.db", "--stats-interval", "-1s"},
+		"--stats-max-flows 0: want 1 or more":  {"flowsnap", "serve", "--db", "x.db", "--stats-max-flows", "0"},
+		"--stale-after 0s: want more than 0":   {"flowsnap", "serve", "--db", "x.db", "--stale-after", "0"},
 	} {
 		var out bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &out)
@@ -232,15 +235,21 @@ func TestCommandLineRefusesWhatItDoesNotKnow(t *testing.T) {
 			t.Errorf("%v: err = %v, want one that mentions %q", args, err, want)
 		}
 	}
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"flowsnap", "serve", "--db", "x.db"}, func(k string) string {
-		if k == "FLOWSNAP_LOG_FORMAT" {
-			return "xml"
+	// The environment twins are checked as the flags are.
+	for key, c := range map[string]struct{ value, want string }{
+		"FLOWSNAP_LOG_FORMAT":     {"xml", "text or json"},
+		"FLOWSNAP_STATS_INTERVAL": {"-5s", "--stats-interval -5s"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"flowsnap", "serve", "--db", "x.db"}, func(k string) string {
+			if k == key {
+				return c.value
+			}
+			return ""
+		}, &out)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: err = %v, want one that mentions %q", key, c.value, err, c.want)
 		}
-		return ""
-	}, &out)
-	if err == nil || !strings.Contains(err.Error(), "text or json") {
-		t.Errorf("FLOWSNAP_LOG_FORMAT=xml: err = %v", err)
 	}
 }
 
@@ -317,6 +326,57 @@ func TestServeSetsTheCollectorsPace(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), c.want) {
 			t.Errorf("%s: no %s in\n%s", c.name, c.want, out.String())
+		}
+	}
+}
+
+func TestJSONLogsTieLinesToRequestsAndEndWithAStopLine(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.SQLite)
+	if out, err := runCmd(t, noEnv, "migrate", "--db", dsn); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	addr, out, stop := startServeOutput(t, noEnv, "--db", dsn, "--log-format", "json")
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(`{"query":"query Logged { position { revision } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "req-logged-1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("a log line is not JSON: %q", l)
+		}
+		lines = append(lines, m)
+	}
+	var op map[string]any
+	for _, m := range lines {
+		if m["msg"] == "graphql" && m["operation"] == "Logged" {
+			op = m
+		}
+	}
+	if op == nil || op["requestId"] != "req-logged-1" {
+		t.Fatalf("the operation's line %v lacks its request id", op)
+	}
+	// Seconds, a float: an operation on an empty store takes far less
+	// than ten, where nanoseconds would be millions.
+	if d, ok := op["duration"].(float64); !ok || d <= 0 || d > 10 {
+		t.Errorf("the operation's duration %v is not in seconds", op["duration"])
+	}
+	last := lines[len(lines)-1]
+	if last["msg"] != "flowsnap stopped" {
+		t.Fatalf("the last line is %v, want flowsnap stopped", last)
+	}
+	for _, key := range []string{"uptime", "shutdown"} {
+		if d, ok := last[key].(float64); !ok || d < 0 || d > 60 {
+			t.Errorf("the stop line's %s = %v, want seconds", key, last[key])
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowsnap/flowsnap/endpoint/record"
 	"github.com/flowsnap/flowsnap/fault"
@@ -159,6 +160,8 @@ type query struct {
 	ended           sync.Once
 	// cached says the endpoint answers it itself (answerCached).
 	cached bool
+	// span is the operation's, nil when tracing is off.
+	span trace.Span
 }
 
 // beginQuery begins the read of the query operation in ctx, at or after
@@ -166,10 +169,12 @@ type query struct {
 // reads nothing yet.
 func beginQuery(ctx context.Context, reader *snapshot.Reader, planner *plan.Planner, opts Options) (*query, error) {
 	start := time.Now()
+	ctx, span := startOperation(ctx, opts.Tracer)
 	ctx, rd := reader.Begin(ctx)
 	min, err := minRevision(ctx)
 	if err != nil {
 		rd.End()
+		endSpan(span, rd, nil, string(fault.CodeOf(err)))
 		return nil, err
 	}
 	rd.AtLeast(min)
@@ -177,7 +182,7 @@ func beginQuery(ctx context.Context, reader *snapshot.Reader, planner *plan.Plan
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		record.Of(ctx).SetName(oc.OperationName)
 	}
-	return &query{ctx: ctx, rd: rd, start: start, deadline: start.Add(opts.Timeout), opts: opts}, nil
+	return &query{ctx: ctx, rd: rd, start: start, deadline: start.Add(opts.Timeout), opts: opts, span: span}, nil
 }
 
 // respond completes resp, the operation's answer (direct says the direct
@@ -218,14 +223,10 @@ func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direc
 	return resp
 }
 
-// finish logs and counts the operation; direct says the direct answer
-// wrote it (direct.go).
-func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool) {
-	rd, start, opts := q.rd, q.start, q.opts
-	if opts.OnOperation != nil {
-		opts.OnOperation(rd)
-	}
-	name, kind := "", ""
+// operationOf returns the name (as the request gives it, else as the
+// document does) and type of the operation in ctx; "" for what is not
+// known.
+func operationOf(ctx context.Context) (name, kind string) {
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		name = oc.OperationName
 		if oc.Operation != nil {
@@ -235,12 +236,26 @@ func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool)
 			}
 		}
 	}
-	outcome := "ok"
-	if resp != nil && len(resp.Errors) > 0 {
-		outcome = "error"
-		if code, ok := resp.Errors[0].Extensions["code"].(string); ok {
-			outcome = code
+	return name, kind
+}
+
+// finish logs and counts the operation; direct says the direct answer
+// wrote it (direct.go).
+func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool) {
+	rd, start, opts := q.rd, q.start, q.opts
+	if opts.OnOperation != nil {
+		opts.OnOperation(rd)
+	}
+	name, kind := operationOf(ctx)
+	outcome := outcomeOf(resp)
+	if q.span != nil {
+		var cost *Cost
+		if c, ok := costOf(ctx); ok {
+			cost = &c
 		}
+		endSpan(q.span, rd, cost, outcome)
+		// The log line names the operation's span.
+		ctx = trace.ContextWithSpan(ctx, q.span)
 	}
 	elapsed := time.Since(start)
 	attrs := []slog.Attr{

@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"runtime"
 	"time"
@@ -70,6 +71,9 @@ type Options struct {
 	// KeepAlive is how often an idle subscription is sent a keep-alive
 	// (a WebSocket ping message, an SSE comment).
 	KeepAlive time.Duration
+	// Tracer, when set, makes each operation and each subscription event
+	// a span (trace.go); nil traces nothing.
+	Tracer trace.Tracer
 	// NoDirect leaves every operation to gqlgen's executor, which
 	// otherwise answers only the queries the direct answer does not know
 	// (direct.go): the same response, at a higher cost.

@@ -57,12 +57,18 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	stopWatch := context.AfterFunc(ctx, func() { end("client gone") })
 	rh := next(ctx)
 	return func(ctx context.Context) *graphql.Response {
+		ctx, span := startEvent(ctx, opts.Tracer, name, field)
 		ectx, rd := reader.Begin(ctx)
 		defer rd.End()
 		ectx = planner.Begin(ectx, reader, nil)
 		st.Lend(ectx, rd)
 		resp := rh(ectx)
 		rd.End()
+		var err error
+		if resp != nil {
+			err = st.TakeErr()
+		}
+		endEvent(span, rd, resp, err)
 		if resp == nil {
 			stopWatch()
 			why := "complete"
@@ -77,7 +83,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 			end(why)
 			return nil
 		}
-		if err := st.TakeErr(); err != nil {
+		if err != nil {
 			ge := present(ctx, err)
 			ge.Path = ast.Path{ast.PathName(field)}
 			resp.Errors = append(gqlerror.List{ge}, resp.Errors...)

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"slices"
 	"sync/atomic"
 
@@ -135,6 +136,9 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 					}
 				}
 			}
+			// The event's span (docs/contract.md#traces) began when its
+			// slot was lent; its read begins now.
+			trace.SpanFromContext(sl.ctx).AddEvent("read")
 			v, rev, again, err := read(sl.ctx)
 			st.err = err
 			now = again && err == nil

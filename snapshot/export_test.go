@@ -68,7 +68,7 @@ func ActivitySQL(d store.Dialect, req ActivityRequest) (string, []any) {
 func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
 	f := filter.canonical()
 	l := f.where(d)
-	return "SELECT count(*) FROM (" + l.keyset(f.countKey(), nil, upTo+1) + ") AS k", l.args
+	return "SELECT count(*) FROM (" + l.countSelect(upTo+1) + ") AS k", l.args
 }
 
 // StatsSQL returns the statement and arguments RunStats counts filter with.

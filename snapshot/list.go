@@ -65,17 +65,13 @@ const (
 var RunOrders = []RunOrder{NewestFirst, OldestFirst, FinishedNewestFirst}
 
 // key is an order as SQL sees it: the column of the keyset (with run_id
-// after it) and its direction. finishedOldestFirst is no order of the API:
-// a count of finished runs walks the finish index with it.
+// after it) and its direction.
 type key struct {
 	column string
 	desc   bool
 }
 
-var (
-	createdKey          = key{"created_at_ms", false}
-	finishedOldestFirst = key{"finished_at_ms", false}
-)
+var createdKey = key{"created_at_ms", false}
 
 func (o RunOrder) key() key {
 	switch o {
@@ -160,17 +156,6 @@ func (f RunFilter) empty() bool {
 		(f.WaitingKind != nil && len(f.WaitingKind) == 0) ||
 		(f.CreatedAfter != nil && f.CreatedBefore != nil && *f.CreatedAfter >= *f.CreatedBefore) ||
 		(f.FinishedAfter != nil && f.FinishedBefore != nil && *f.FinishedAfter >= *f.FinishedBefore)
-}
-
-// countKey is the keyset a count of f walks: the finish index when f
-// bounds the finish time and not the creation time, so that a count of
-// the runs finished in a window is a range of that window; the creation
-// index otherwise.
-func (f RunFilter) countKey() key {
-	if (f.FinishedAfter != nil || f.FinishedBefore != nil) && f.CreatedAfter == nil && f.CreatedBefore == nil {
-		return finishedOldestFirst
-	}
-	return createdKey
 }
 
 // listQuery is a filter as SQL: a WHERE per branch (one per combination of
@@ -302,6 +287,32 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 	return "SELECT ord, id FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") AS u ORDER BY ord" + dir + ", id" + dir + " LIMIT " + lim
 }
 
+// countSelect returns a SELECT of at most limit rows of the runs l
+// selects, in no order, one sub-select per branch: what a bounded count
+// counts. Without an order the planner reads whichever index holds the
+// filter's range (the finish indexes for a finish window), and stops after
+// limit entries.
+func (l *listQuery) countSelect(limit int) string {
+	lim := l.arg(limit)
+	sel := func(terms []string) string {
+		terms = append(slices.Clone(l.shared), terms...)
+		where := ""
+		if len(terms) > 0 {
+			where = "\nWHERE " + strings.Join(terms, "\n  AND ")
+		}
+		return "SELECT 1 AS one FROM flows_runs" + where + " LIMIT " + lim
+	}
+	if len(l.branches) == 1 {
+		return sel(l.branches[0])
+	}
+	parts := make([]string, len(l.branches))
+	for i, b := range l.branches {
+		parts[i] = fmt.Sprintf("SELECT one FROM (%s) AS b%d", sel(b), i)
+	}
+	// The branches are disjoint: limit rows of their union are the count's.
+	return "SELECT one FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") AS u LIMIT " + lim
+}
+
 func listStatement(keyset string) string {
 	// The runs are joined by primary key; the page is put in order in Go,
 	// so that the statement has no sort beyond its index scans.
@@ -419,7 +430,7 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		}
 		l := f.where(q.dialect())
 		var n int64
-		sql := "SELECT count(*) FROM (" + l.keyset(f.countKey(), nil, int(upTo)+1) + ") AS k"
+		sql := "SELECT count(*) FROM (" + l.countSelect(int(upTo)+1) + ") AS k"
 		if err := q.each(sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
 			return err
 		}

@@ -91,7 +91,6 @@ func StatsStatuses(list []vocab.Status) []vocab.Status {
 // statsSQL is the statement of RunStats: a column per status, each the
 // count of a keyset bounded to upTo+1 entries, as CountRuns reads it.
 func statsSQL(d store.Dialect, f RunFilter, statuses []vocab.Status, upTo int64) (string, []any) {
-	k := f.countKey()
 	f.Status = nil
 	l := f.where(d)
 	base := l.branches
@@ -102,7 +101,7 @@ func statsSQL(d store.Dialect, f RunFilter, statuses []vocab.Status, upTo int64)
 		for j, b := range base {
 			l.branches[j] = append(slices.Clone(b), term)
 		}
-		cols[i] = fmt.Sprintf("(SELECT count(*) FROM (%s) AS k%d) AS n%d", l.keyset(k, nil, int(upTo)+1), i, i)
+		cols[i] = fmt.Sprintf("(SELECT count(*) FROM (%s) AS k%d) AS n%d", l.countSelect(int(upTo)+1), i, i)
 	}
 	return "SELECT " + strings.Join(cols, ",\n"), l.args
 }

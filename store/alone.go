@@ -30,6 +30,7 @@ func (db *DB) ReadAlone(ctx context.Context, first string, firstDest []any, quer
 	if err != nil {
 		return nil, err
 	}
+	ctx, span := startStatement(ctx, db.tracer, stmt)
 	s, later := db.readStmts.stmt(ctx, stmt)
 	var rows *sql.Rows
 	if s != nil {
@@ -39,9 +40,12 @@ func (db *DB) ReadAlone(ctx context.Context, first string, firstDest []any, quer
 	}
 	if err != nil {
 		release()
-		return nil, withContext(ctx, err)
+		err = withContext(ctx, err)
+		endStatement(span, err)
+		return nil, err
 	}
 	return &aloneRows{rows: sqlRows{rows}, first: firstDest, closed: func() {
+		endStatement(span, rows.Err())
 		release()
 		if later {
 			_, _ = db.readStmts.prepare(context.WithoutCancel(ctx), stmt)

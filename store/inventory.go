@@ -167,4 +167,6 @@ var inventoryRows = []Object{
 		Why: "Lists the finished runs of one flow in one status by finish time, and counts them in a window."},
 	{Name: "flows_runs_flow_names", Kind: KindIndex, Table: "flows_runs", Since: 3, Dialects: BothDialects,
 		Why: "Lets flows skip from one distinct flow name to the next, in code-point order in both dialects (PostgreSQL's under collation \"C\", whatever the database's), so listing the names never scans the runs."},
+	{Name: "flows_steps_waiting_timeouts", Kind: KindIndex, Table: "flows_steps", Since: 4, Dialects: BothDialects,
+		Why: "Holds the wait steps still waiting, by timeout, so the workflow metrics count the overdue ones without reading the journal's history."},
 }

@@ -43,6 +43,10 @@ const CancelPendingCond = `cancel_requested_at_ms IS NOT NULL AND finished_at_ms
 // index's leading columns.
 const opsRung = "ops indexes: runs by finish time, overall, by status and by flow; flow names"
 
+// statsRung is the name schema version 4 (migrations/<dialect>/004_stats_indexes.sql)
+// records: the index the workflow metrics count overdue waits with.
+const statsRung = "stats indexes: wait steps still waiting, by timeout"
+
 // FlowNameKeyExpr is the expression distinct flow names are read through,
 // in dialect d: the flow name in code-point order, as
 // flows_runs_flow_names indexes it (under collation "C" on PostgreSQL;

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -60,6 +61,9 @@ type Options struct {
 	// Lazy skips the check that a PostgreSQL database answers: a replica
 	// that is down when flowsnap starts is then read once it comes up.
 	Lazy bool
+	// TracerProvider, when set, makes each statement run under a recording
+	// span a span of its own (see trace.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 	// NoWALGate turns off, on SQLite, the pause of new reads that lets the
 	// engine's checkpoints reset a WAL that overlapping reads would keep
 	// growing (see walGate). Only for measuring what the gate prevents.
@@ -93,6 +97,9 @@ type DB struct {
 	gate *walGate
 	// alone are the statements ReadAlone has made.
 	alone aloneStatements
+	// tracer, on SQLite, makes statement spans; nil when tracing is off
+	// (pgx traces PostgreSQL's statements itself).
+	tracer trace.Tracer
 }
 
 // Open opens the store named by dsn: a SQLite path or file: URI, or a
@@ -136,6 +143,7 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err := setExecMode(cfg, opts.PGExecMode); err != nil {
 		return nil, err
 	}
+	tracePostgres(cfg, opts.TracerProvider)
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && preparesOnce(cfg) {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
@@ -223,6 +231,9 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	where := fmt.Sprintf("SQLite database %s", filepath.Base(path))
 	db := &DB{dialect: SQLite, where: where, path: path, readers: opts.MaxReaders}
+	if opts.TracerProvider != nil {
+		db.tracer = opts.TracerProvider.Tracer(tracerName)
+	}
 	if !opts.ReadOnly {
 		if dir := filepath.Dir(path); dir != "" {
 			if _, err := os.Stat(dir); err != nil {
@@ -335,7 +346,7 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 			release()
 			return nil, db.persistence(withContext(ctx, err), "beginning a read")
 		}
-		return &sqlTx{tx: tx, stmts: db.readStmts, release: release}, nil
+		return &sqlTx{tx: tx, stmts: db.readStmts, release: release, tracer: db.tracer}, nil
 	}
 }
 
@@ -420,7 +431,7 @@ func (db *DB) BeginWrite(ctx context.Context) (Tx, error) {
 		if err != nil {
 			return nil, db.persistence(err, "beginning a write")
 		}
-		return &sqlTx{tx: tx}, nil
+		return &sqlTx{tx: tx, tracer: db.tracer}, nil
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/trace"
 	"modernc.org/sqlite"
 )
 
@@ -106,6 +107,8 @@ type sqlTx struct {
 	release func()
 	// later are the statements to cache once the transaction has ended.
 	later []string
+	// tracer makes the statements' spans; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // stmtCache holds prepared statements by SQL text. database/sql prepares a
@@ -202,7 +205,9 @@ func (t *sqlTx) prepared(ctx context.Context, q string) *sql.Stmt {
 }
 
 func (t *sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	ctx, span := startStatement(ctx, t.tracer, q)
 	res, err := t.tx.ExecContext(ctx, q, args...)
+	endStatement(span, err)
 	if err != nil {
 		return 0, err
 	}
@@ -210,6 +215,7 @@ func (t *sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 }
 
 func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	ctx, span := startStatement(ctx, t.tracer, q)
 	var rows *sql.Rows
 	var err error
 	if s := t.prepared(ctx, q); s != nil {
@@ -218,16 +224,28 @@ func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) 
 		rows, err = t.tx.QueryContext(ctx, q, args...)
 	}
 	if err != nil {
-		return nil, withContext(ctx, err)
+		err = withContext(ctx, err)
+		endStatement(span, err)
+		return nil, err
+	}
+	if span != nil {
+		return tracedRows{rows, span}, nil
 	}
 	return sqlRows{rows}, nil
 }
 
 func (t *sqlTx) QueryRow(ctx context.Context, q string, args ...any) Row {
+	ctx, span := startStatement(ctx, t.tracer, q)
+	var row Row
 	if s := t.prepared(ctx, q); s != nil {
-		return sqlRow{ctx, s.QueryRowContext(ctx, args...)}
+		row = sqlRow{ctx, s.QueryRowContext(ctx, args...)}
+	} else {
+		row = sqlRow{ctx, t.tx.QueryRowContext(ctx, q, args...)}
 	}
-	return sqlRow{ctx, t.tx.QueryRowContext(ctx, q, args...)}
+	if span != nil {
+		return tracedRow{row, span}
+	}
+	return row
 }
 
 func (t *sqlTx) Commit(context.Context) error {

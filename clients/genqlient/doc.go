@@ -12,6 +12,9 @@
 // DateTime arguments must have at most millisecond precision (flowsnap
 // refuses finer ones): pass t.Truncate(time.Millisecond), not time.Now().
 //
+// The operations whose names begin with Ops are those of flowsnap's ops
+// command line (package opscli), which is built on this client.
+//
 // generated.go is never edited by hand: change operations.graphql or
 // genqlient.yaml and run go generate.
 package genqlient

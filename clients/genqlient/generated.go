@@ -5,11 +5,30 @@ package genqlient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/Khan/genqlient/graphql"
 )
+
+// Where an attempt stands: STARTED, then SUCCEEDED or FAILED.
+type AttemptState string
+
+const (
+	// In flight.
+	AttemptStateStarted AttemptState = "STARTED"
+	// Returned; see resultType.
+	AttemptStateSucceeded AttemptState = "SUCCEEDED"
+	// Raised an error; see errorMessage and nextAttemptAt.
+	AttemptStateFailed AttemptState = "FAILED"
+)
+
+var AllAttemptState = []AttemptState{
+	AttemptStateStarted,
+	AttemptStateSucceeded,
+	AttemptStateFailed,
+}
 
 // ChildrenFromStringResponse is returned by ChildrenFromString on success.
 type ChildrenFromStringResponse struct {
@@ -840,6 +859,2805 @@ func (v *MissingRunFields) GetDeleted() bool { return v.Deleted }
 
 // GetDeletedAtRevision returns MissingRunFields.DeletedAtRevision, and is useful for accessing the field via an interface.
 func (v *MissingRunFields) GetDeletedAtRevision() *int64 { return v.DeletedAtRevision }
+
+// A page of children, for their count by status.
+type OpsChildPage struct {
+	// The edges' nodes, in order; an element is null only beside its own error.
+	Nodes    []OpsChildPageNodesSnapshot `json:"-"`
+	PageInfo OpsChildPagePageInfo        `json:"pageInfo"`
+}
+
+// GetNodes returns OpsChildPage.Nodes, and is useful for accessing the field via an interface.
+func (v *OpsChildPage) GetNodes() []OpsChildPageNodesSnapshot { return v.Nodes }
+
+// GetPageInfo returns OpsChildPage.PageInfo, and is useful for accessing the field via an interface.
+func (v *OpsChildPage) GetPageInfo() OpsChildPagePageInfo { return v.PageInfo }
+
+func (v *OpsChildPage) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsChildPage
+		Nodes []json.RawMessage `json:"nodes"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsChildPage = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Nodes
+		src := firstPass.Nodes
+		*dst = make(
+			[]OpsChildPageNodesSnapshot,
+			len(src))
+		for i, src := range src {
+			dst := &(*dst)[i]
+			if len(src) != 0 && string(src) != "null" {
+				err = __unmarshalOpsChildPageNodesSnapshot(
+					src, dst)
+				if err != nil {
+					return fmt.Errorf(
+						"unable to unmarshal OpsChildPage.Nodes: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsChildPage struct {
+	Nodes []json.RawMessage `json:"nodes"`
+
+	PageInfo OpsChildPagePageInfo `json:"pageInfo"`
+}
+
+func (v *OpsChildPage) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsChildPage) __premarshalJSON() (*__premarshalOpsChildPage, error) {
+	var retval __premarshalOpsChildPage
+
+	{
+
+		dst := &retval.Nodes
+		src := v.Nodes
+		*dst = make(
+			[]json.RawMessage,
+			len(src))
+		for i, src := range src {
+			dst := &(*dst)[i]
+			var err error
+			*dst, err = __marshalOpsChildPageNodesSnapshot(
+				&src)
+			if err != nil {
+				return nil, fmt.Errorf(
+					"unable to marshal OpsChildPage.Nodes: %w", err)
+			}
+		}
+	}
+	retval.PageInfo = v.PageInfo
+	return &retval, nil
+}
+
+// OpsChildPageNodesMissingRun includes the requested fields of the GraphQL type MissingRun.
+// The GraphQL type's documentation follows.
+//
+// A run id with no live run.
+type OpsChildPageNodesMissingRun struct {
+	Typename *string `json:"__typename"`
+}
+
+// GetTypename returns OpsChildPageNodesMissingRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsChildPageNodesMissingRun) GetTypename() *string { return v.Typename }
+
+// OpsChildPageNodesRun includes the requested fields of the GraphQL type Run.
+// The GraphQL type's documentation follows.
+//
+// A run as the engine had it at the operation's position.
+type OpsChildPageNodesRun struct {
+	Typename *string   `json:"__typename"`
+	Id       string    `json:"id"`
+	Status   RunStatus `json:"status"`
+}
+
+// GetTypename returns OpsChildPageNodesRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsChildPageNodesRun) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsChildPageNodesRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsChildPageNodesRun) GetId() string { return v.Id }
+
+// GetStatus returns OpsChildPageNodesRun.Status, and is useful for accessing the field via an interface.
+func (v *OpsChildPageNodesRun) GetStatus() RunStatus { return v.Status }
+
+// OpsChildPageNodesSnapshot includes the requested fields of the GraphQL interface Snapshot.
+//
+// OpsChildPageNodesSnapshot is implemented by the following types:
+// OpsChildPageNodesMissingRun
+// OpsChildPageNodesRun
+// The GraphQL type's documentation follows.
+//
+// What reading a run id yields.
+type OpsChildPageNodesSnapshot interface {
+	implementsGraphQLInterfaceOpsChildPageNodesSnapshot()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+}
+
+func (v *OpsChildPageNodesMissingRun) implementsGraphQLInterfaceOpsChildPageNodesSnapshot() {}
+func (v *OpsChildPageNodesRun) implementsGraphQLInterfaceOpsChildPageNodesSnapshot()        {}
+
+func __unmarshalOpsChildPageNodesSnapshot(b []byte, v *OpsChildPageNodesSnapshot) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "MissingRun":
+		*v = new(OpsChildPageNodesMissingRun)
+		return json.Unmarshal(b, *v)
+	case "Run":
+		*v = new(OpsChildPageNodesRun)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Snapshot.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsChildPageNodesSnapshot: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsChildPageNodesSnapshot(v *OpsChildPageNodesSnapshot) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsChildPageNodesMissingRun:
+		typename = "MissingRun"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsChildPageNodesMissingRun
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsChildPageNodesRun:
+		typename = "Run"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsChildPageNodesRun
+		}{typename, v}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsChildPageNodesSnapshot: "%T"`, v)
+	}
+}
+
+// OpsChildPagePageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page stands in its list (Relay's PageInfo).
+type OpsChildPagePageInfo struct {
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the last edge of the page; null for an empty page.
+	EndCursor *string `json:"endCursor"`
+}
+
+// GetHasNextPage returns OpsChildPagePageInfo.HasNextPage, and is useful for accessing the field via an interface.
+func (v *OpsChildPagePageInfo) GetHasNextPage() bool { return v.HasNextPage }
+
+// GetEndCursor returns OpsChildPagePageInfo.EndCursor, and is useful for accessing the field via an interface.
+func (v *OpsChildPagePageInfo) GetEndCursor() *string { return v.EndCursor }
+
+// OpsChildrenResponse is returned by OpsChildren on success.
+type OpsChildrenResponse struct {
+	// The snapshot of one run id: a Run, or a MissingRun when the id never
+	// existed or was deleted. Null only beside an error for it (BAD_USER_INPUT for
+	// a malformed id, DECODE_FAILED for a broken row).
+	Run OpsChildrenRunSnapshot `json:"-"`
+}
+
+// GetRun returns OpsChildrenResponse.Run, and is useful for accessing the field via an interface.
+func (v *OpsChildrenResponse) GetRun() OpsChildrenRunSnapshot { return v.Run }
+
+func (v *OpsChildrenResponse) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsChildrenResponse
+		Run json.RawMessage `json:"run"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsChildrenResponse = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Run
+		src := firstPass.Run
+		if len(src) != 0 && string(src) != "null" {
+			err = __unmarshalOpsChildrenRunSnapshot(
+				src, dst)
+			if err != nil {
+				return fmt.Errorf(
+					"unable to unmarshal OpsChildrenResponse.Run: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsChildrenResponse struct {
+	Run json.RawMessage `json:"run"`
+}
+
+func (v *OpsChildrenResponse) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsChildrenResponse) __premarshalJSON() (*__premarshalOpsChildrenResponse, error) {
+	var retval __premarshalOpsChildrenResponse
+
+	{
+
+		dst := &retval.Run
+		src := v.Run
+		var err error
+		*dst, err = __marshalOpsChildrenRunSnapshot(
+			&src)
+		if err != nil {
+			return nil, fmt.Errorf(
+				"unable to marshal OpsChildrenResponse.Run: %w", err)
+		}
+	}
+	return &retval, nil
+}
+
+// OpsChildrenRun includes the requested fields of the GraphQL type Run.
+// The GraphQL type's documentation follows.
+//
+// A run as the engine had it at the operation's position.
+type OpsChildrenRun struct {
+	Typename *string `json:"__typename"`
+	// The runs this run spawned, ordered by (spawn sequence, child id). first:
+	// 1..200; after: a cursor from this list, "" or null for the start. Null
+	// beside a BAD_USER_INPUT or BAD_CURSOR error, which leaves the run standing.
+	Children *OpsChildrenRunChildrenRunConnection `json:"children"`
+}
+
+// GetTypename returns OpsChildrenRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsChildrenRun) GetTypename() *string { return v.Typename }
+
+// GetChildren returns OpsChildrenRun.Children, and is useful for accessing the field via an interface.
+func (v *OpsChildrenRun) GetChildren() *OpsChildrenRunChildrenRunConnection { return v.Children }
+
+// OpsChildrenRunChildrenRunConnection includes the requested fields of the GraphQL type RunConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of runs related to a run.
+type OpsChildrenRunChildrenRunConnection struct {
+	OpsChildPage `json:"-"`
+}
+
+// GetNodes returns OpsChildrenRunChildrenRunConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *OpsChildrenRunChildrenRunConnection) GetNodes() []OpsChildPageNodesSnapshot {
+	return v.OpsChildPage.Nodes
+}
+
+// GetPageInfo returns OpsChildrenRunChildrenRunConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *OpsChildrenRunChildrenRunConnection) GetPageInfo() OpsChildPagePageInfo {
+	return v.OpsChildPage.PageInfo
+}
+
+func (v *OpsChildrenRunChildrenRunConnection) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsChildrenRunChildrenRunConnection
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsChildrenRunChildrenRunConnection = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.OpsChildPage)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalOpsChildrenRunChildrenRunConnection struct {
+	Nodes []json.RawMessage `json:"nodes"`
+
+	PageInfo OpsChildPagePageInfo `json:"pageInfo"`
+}
+
+func (v *OpsChildrenRunChildrenRunConnection) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsChildrenRunChildrenRunConnection) __premarshalJSON() (*__premarshalOpsChildrenRunChildrenRunConnection, error) {
+	var retval __premarshalOpsChildrenRunChildrenRunConnection
+
+	{
+
+		dst := &retval.Nodes
+		src := v.OpsChildPage.Nodes
+		*dst = make(
+			[]json.RawMessage,
+			len(src))
+		for i, src := range src {
+			dst := &(*dst)[i]
+			var err error
+			*dst, err = __marshalOpsChildPageNodesSnapshot(
+				&src)
+			if err != nil {
+				return nil, fmt.Errorf(
+					"unable to marshal OpsChildrenRunChildrenRunConnection.OpsChildPage.Nodes: %w", err)
+			}
+		}
+	}
+	retval.PageInfo = v.OpsChildPage.PageInfo
+	return &retval, nil
+}
+
+// OpsChildrenRunMissingRun includes the requested fields of the GraphQL type MissingRun.
+// The GraphQL type's documentation follows.
+//
+// A run id with no live run.
+type OpsChildrenRunMissingRun struct {
+	Typename *string `json:"__typename"`
+}
+
+// GetTypename returns OpsChildrenRunMissingRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsChildrenRunMissingRun) GetTypename() *string { return v.Typename }
+
+// OpsChildrenRunSnapshot includes the requested fields of the GraphQL interface Snapshot.
+//
+// OpsChildrenRunSnapshot is implemented by the following types:
+// OpsChildrenRunMissingRun
+// OpsChildrenRun
+// The GraphQL type's documentation follows.
+//
+// What reading a run id yields.
+type OpsChildrenRunSnapshot interface {
+	implementsGraphQLInterfaceOpsChildrenRunSnapshot()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+}
+
+func (v *OpsChildrenRunMissingRun) implementsGraphQLInterfaceOpsChildrenRunSnapshot() {}
+func (v *OpsChildrenRun) implementsGraphQLInterfaceOpsChildrenRunSnapshot()           {}
+
+func __unmarshalOpsChildrenRunSnapshot(b []byte, v *OpsChildrenRunSnapshot) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "MissingRun":
+		*v = new(OpsChildrenRunMissingRun)
+		return json.Unmarshal(b, *v)
+	case "Run":
+		*v = new(OpsChildrenRun)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Snapshot.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsChildrenRunSnapshot: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsChildrenRunSnapshot(v *OpsChildrenRunSnapshot) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsChildrenRunMissingRun:
+		typename = "MissingRun"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsChildrenRunMissingRun
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsChildrenRun:
+		typename = "Run"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsChildrenRun
+		}{typename, v}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsChildrenRunSnapshot: "%T"`, v)
+	}
+}
+
+// OpsCountRunsCountRunsRunCount includes the requested fields of the GraphQL type RunCount.
+// The GraphQL type's documentation follows.
+//
+// A count of runs, bounded.
+type OpsCountRunsCountRunsRunCount struct {
+	// The number of runs, at most upTo.
+	Count int64 `json:"count"`
+	// True when more than upTo runs match.
+	Capped bool `json:"capped"`
+}
+
+// GetCount returns OpsCountRunsCountRunsRunCount.Count, and is useful for accessing the field via an interface.
+func (v *OpsCountRunsCountRunsRunCount) GetCount() int64 { return v.Count }
+
+// GetCapped returns OpsCountRunsCountRunsRunCount.Capped, and is useful for accessing the field via an interface.
+func (v *OpsCountRunsCountRunsRunCount) GetCapped() bool { return v.Capped }
+
+// OpsCountRunsResponse is returned by OpsCountRuns on success.
+type OpsCountRunsResponse struct {
+	// How many runs `filter` selects, counted up to `upTo` (0..1000000): at most
+	// upTo, with capped true when more match. Its cost is bounded by upTo.
+	CountRuns OpsCountRunsCountRunsRunCount `json:"countRuns"`
+}
+
+// GetCountRuns returns OpsCountRunsResponse.CountRuns, and is useful for accessing the field via an interface.
+func (v *OpsCountRunsResponse) GetCountRuns() OpsCountRunsCountRunsRunCount { return v.CountRuns }
+
+// OpsFlowsFlowsFlowConnection includes the requested fields of the GraphQL type FlowConnection.
+// The GraphQL type's documentation follows.
+//
+// One page of distinct flow names.
+type OpsFlowsFlowsFlowConnection struct {
+	Nodes    []string                            `json:"nodes"`
+	PageInfo OpsFlowsFlowsFlowConnectionPageInfo `json:"pageInfo"`
+}
+
+// GetNodes returns OpsFlowsFlowsFlowConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *OpsFlowsFlowsFlowConnection) GetNodes() []string { return v.Nodes }
+
+// GetPageInfo returns OpsFlowsFlowsFlowConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *OpsFlowsFlowsFlowConnection) GetPageInfo() OpsFlowsFlowsFlowConnectionPageInfo {
+	return v.PageInfo
+}
+
+// OpsFlowsFlowsFlowConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page stands in its list (Relay's PageInfo).
+type OpsFlowsFlowsFlowConnectionPageInfo struct {
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the last edge of the page; null for an empty page.
+	EndCursor *string `json:"endCursor"`
+}
+
+// GetHasNextPage returns OpsFlowsFlowsFlowConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
+func (v *OpsFlowsFlowsFlowConnectionPageInfo) GetHasNextPage() bool { return v.HasNextPage }
+
+// GetEndCursor returns OpsFlowsFlowsFlowConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
+func (v *OpsFlowsFlowsFlowConnectionPageInfo) GetEndCursor() *string { return v.EndCursor }
+
+// OpsFlowsResponse is returned by OpsFlows on success.
+type OpsFlowsResponse struct {
+	// The distinct flow names (state.flowName) of the live runs, ascending by
+	// code point, those beginning with `prefix` when it is given. Read by
+	// skipping through an index from one name to the next: a page costs its
+	// size whatever the store holds. A cursor continues only the list of its
+	// prefix. first: 1..200.
+	Flows *OpsFlowsFlowsFlowConnection `json:"flows"`
+}
+
+// GetFlows returns OpsFlowsResponse.Flows, and is useful for accessing the field via an interface.
+func (v *OpsFlowsResponse) GetFlows() *OpsFlowsFlowsFlowConnection { return v.Flows }
+
+// OpsGetRunResponse is returned by OpsGetRun on success.
+type OpsGetRunResponse struct {
+	// The snapshot of one run id: a Run, or a MissingRun when the id never
+	// existed or was deleted. Null only beside an error for it (BAD_USER_INPUT for
+	// a malformed id, DECODE_FAILED for a broken row).
+	Run OpsGetRunRunSnapshot `json:"-"`
+}
+
+// GetRun returns OpsGetRunResponse.Run, and is useful for accessing the field via an interface.
+func (v *OpsGetRunResponse) GetRun() OpsGetRunRunSnapshot { return v.Run }
+
+func (v *OpsGetRunResponse) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsGetRunResponse
+		Run json.RawMessage `json:"run"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsGetRunResponse = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Run
+		src := firstPass.Run
+		if len(src) != 0 && string(src) != "null" {
+			err = __unmarshalOpsGetRunRunSnapshot(
+				src, dst)
+			if err != nil {
+				return fmt.Errorf(
+					"unable to unmarshal OpsGetRunResponse.Run: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsGetRunResponse struct {
+	Run json.RawMessage `json:"run"`
+}
+
+func (v *OpsGetRunResponse) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsGetRunResponse) __premarshalJSON() (*__premarshalOpsGetRunResponse, error) {
+	var retval __premarshalOpsGetRunResponse
+
+	{
+
+		dst := &retval.Run
+		src := v.Run
+		var err error
+		*dst, err = __marshalOpsGetRunRunSnapshot(
+			&src)
+		if err != nil {
+			return nil, fmt.Errorf(
+				"unable to marshal OpsGetRunResponse.Run: %w", err)
+		}
+	}
+	return &retval, nil
+}
+
+// OpsGetRunRun includes the requested fields of the GraphQL type Run.
+// The GraphQL type's documentation follows.
+//
+// A run as the engine had it at the operation's position.
+type OpsGetRunRun struct {
+	Typename *string `json:"__typename"`
+	OpsRun   `json:"-"`
+	// The run's state as the engine stores it, a JSON object with at least flowName.
+	State json.RawMessage `json:"state"`
+	// The step the run is blocked on: of its unresolved steps (a run step that is
+	// PENDING, RUNNING or RETRYING, a sleep or wait step that is WAITING), the
+	// latest by (createdAt, id). With nested steps the innermost unresolved step
+	// is the latest created, so it is the one. Null when the run has finished
+	// (COMPLETED, FAILED, CANCELLED) or has no unresolved step.
+	CurrentStep *OpsGetRunRunCurrentStep `json:"-"`
+	// The run's steps, nested ones included, ordered by (createdAt, id): run
+	// steps with their attempts, sleeps and waits. first: 1..200; after: a
+	// cursor from this list, "" or null for the start. Null beside a
+	// BAD_USER_INPUT or BAD_CURSOR error, which leaves the run standing.
+	Steps *OpsGetRunRunStepsStepConnection `json:"steps"`
+	// The runs this run spawned, ordered by (spawn sequence, child id). first:
+	// 1..200; after: a cursor from this list, "" or null for the start. Null
+	// beside a BAD_USER_INPUT or BAD_CURSOR error, which leaves the run standing.
+	Children *OpsGetRunRunChildrenRunConnection `json:"children"`
+}
+
+// GetTypename returns OpsGetRunRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetTypename() *string { return v.Typename }
+
+// GetState returns OpsGetRunRun.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetState() json.RawMessage { return v.State }
+
+// GetCurrentStep returns OpsGetRunRun.CurrentStep, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetCurrentStep() *OpsGetRunRunCurrentStep { return v.CurrentStep }
+
+// GetSteps returns OpsGetRunRun.Steps, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetSteps() *OpsGetRunRunStepsStepConnection { return v.Steps }
+
+// GetChildren returns OpsGetRunRun.Children, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetChildren() *OpsGetRunRunChildrenRunConnection { return v.Children }
+
+// GetId returns OpsGetRunRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetId() string { return v.OpsRun.Id }
+
+// GetRevision returns OpsGetRunRun.Revision, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetRevision() int64 { return v.OpsRun.Revision }
+
+// GetStatus returns OpsGetRunRun.Status, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetStatus() RunStatus { return v.OpsRun.Status }
+
+// GetFlowName returns OpsGetRunRun.FlowName, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetFlowName() string { return v.OpsRun.FlowName }
+
+// GetCreatedAt returns OpsGetRunRun.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetCreatedAt() time.Time { return v.OpsRun.CreatedAt }
+
+// GetStartedAt returns OpsGetRunRun.StartedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetStartedAt() *time.Time { return v.OpsRun.StartedAt }
+
+// GetFinishedAt returns OpsGetRunRun.FinishedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetFinishedAt() *time.Time { return v.OpsRun.FinishedAt }
+
+// GetHeartbeatAt returns OpsGetRunRun.HeartbeatAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetHeartbeatAt() *time.Time { return v.OpsRun.HeartbeatAt }
+
+// GetParentRunId returns OpsGetRunRun.ParentRunId, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetParentRunId() *string { return v.OpsRun.ParentRunId }
+
+// GetLineageId returns OpsGetRunRun.LineageId, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetLineageId() string { return v.OpsRun.LineageId }
+
+// GetRoundOrdinal returns OpsGetRunRun.RoundOrdinal, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetRoundOrdinal() int64 { return v.OpsRun.RoundOrdinal }
+
+// GetOwner returns OpsGetRunRun.Owner, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetOwner() *OpsRunOwner { return v.OpsRun.Owner }
+
+// GetWaiting returns OpsGetRunRun.Waiting, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetWaiting() *OpsRunWaiting { return v.OpsRun.Waiting }
+
+// GetCancellation returns OpsGetRunRun.Cancellation, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRun) GetCancellation() OpsRunCancellation { return v.OpsRun.Cancellation }
+
+func (v *OpsGetRunRun) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsGetRunRun
+		CurrentStep json.RawMessage `json:"currentStep"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsGetRunRun = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.OpsRun)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.CurrentStep
+		src := firstPass.CurrentStep
+		if len(src) != 0 && string(src) != "null" {
+			*dst = new(OpsGetRunRunCurrentStep)
+			err = __unmarshalOpsGetRunRunCurrentStep(
+				src, *dst)
+			if err != nil {
+				return fmt.Errorf(
+					"unable to unmarshal OpsGetRunRun.CurrentStep: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsGetRunRun struct {
+	Typename *string `json:"__typename"`
+
+	State json.RawMessage `json:"state"`
+
+	CurrentStep json.RawMessage `json:"currentStep"`
+
+	Steps *OpsGetRunRunStepsStepConnection `json:"steps"`
+
+	Children *OpsGetRunRunChildrenRunConnection `json:"children"`
+
+	Id string `json:"id"`
+
+	Revision int64 `json:"revision"`
+
+	Status RunStatus `json:"status"`
+
+	FlowName string `json:"flowName"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	StartedAt *time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	HeartbeatAt *time.Time `json:"heartbeatAt"`
+
+	ParentRunId *string `json:"parentRunId"`
+
+	LineageId string `json:"lineageId"`
+
+	RoundOrdinal int64 `json:"roundOrdinal"`
+
+	Owner *OpsRunOwner `json:"owner"`
+
+	Waiting *OpsRunWaiting `json:"waiting"`
+
+	Cancellation OpsRunCancellation `json:"cancellation"`
+}
+
+func (v *OpsGetRunRun) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsGetRunRun) __premarshalJSON() (*__premarshalOpsGetRunRun, error) {
+	var retval __premarshalOpsGetRunRun
+
+	retval.Typename = v.Typename
+	retval.State = v.State
+	{
+
+		dst := &retval.CurrentStep
+		src := v.CurrentStep
+		if src != nil {
+			var err error
+			*dst, err = __marshalOpsGetRunRunCurrentStep(
+				src)
+			if err != nil {
+				return nil, fmt.Errorf(
+					"unable to marshal OpsGetRunRun.CurrentStep: %w", err)
+			}
+		}
+	}
+	retval.Steps = v.Steps
+	retval.Children = v.Children
+	retval.Id = v.OpsRun.Id
+	retval.Revision = v.OpsRun.Revision
+	retval.Status = v.OpsRun.Status
+	retval.FlowName = v.OpsRun.FlowName
+	retval.CreatedAt = v.OpsRun.CreatedAt
+	retval.StartedAt = v.OpsRun.StartedAt
+	retval.FinishedAt = v.OpsRun.FinishedAt
+	retval.HeartbeatAt = v.OpsRun.HeartbeatAt
+	retval.ParentRunId = v.OpsRun.ParentRunId
+	retval.LineageId = v.OpsRun.LineageId
+	retval.RoundOrdinal = v.OpsRun.RoundOrdinal
+	retval.Owner = v.OpsRun.Owner
+	retval.Waiting = v.OpsRun.Waiting
+	retval.Cancellation = v.OpsRun.Cancellation
+	return &retval, nil
+}
+
+// OpsGetRunRunChildrenRunConnection includes the requested fields of the GraphQL type RunConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of runs related to a run.
+type OpsGetRunRunChildrenRunConnection struct {
+	OpsChildPage `json:"-"`
+}
+
+// GetNodes returns OpsGetRunRunChildrenRunConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunChildrenRunConnection) GetNodes() []OpsChildPageNodesSnapshot {
+	return v.OpsChildPage.Nodes
+}
+
+// GetPageInfo returns OpsGetRunRunChildrenRunConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunChildrenRunConnection) GetPageInfo() OpsChildPagePageInfo {
+	return v.OpsChildPage.PageInfo
+}
+
+func (v *OpsGetRunRunChildrenRunConnection) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsGetRunRunChildrenRunConnection
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsGetRunRunChildrenRunConnection = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.OpsChildPage)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalOpsGetRunRunChildrenRunConnection struct {
+	Nodes []json.RawMessage `json:"nodes"`
+
+	PageInfo OpsChildPagePageInfo `json:"pageInfo"`
+}
+
+func (v *OpsGetRunRunChildrenRunConnection) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsGetRunRunChildrenRunConnection) __premarshalJSON() (*__premarshalOpsGetRunRunChildrenRunConnection, error) {
+	var retval __premarshalOpsGetRunRunChildrenRunConnection
+
+	{
+
+		dst := &retval.Nodes
+		src := v.OpsChildPage.Nodes
+		*dst = make(
+			[]json.RawMessage,
+			len(src))
+		for i, src := range src {
+			dst := &(*dst)[i]
+			var err error
+			*dst, err = __marshalOpsChildPageNodesSnapshot(
+				&src)
+			if err != nil {
+				return nil, fmt.Errorf(
+					"unable to marshal OpsGetRunRunChildrenRunConnection.OpsChildPage.Nodes: %w", err)
+			}
+		}
+	}
+	retval.PageInfo = v.OpsChildPage.PageInfo
+	return &retval, nil
+}
+
+// OpsGetRunRunCurrentStep includes the requested fields of the GraphQL interface Step.
+//
+// OpsGetRunRunCurrentStep is implemented by the following types:
+// OpsGetRunRunCurrentStepRunStep
+// OpsGetRunRunCurrentStepSleepStep
+// OpsGetRunRunCurrentStepWaitStep
+// The GraphQL type's documentation follows.
+//
+// One step of a run's journal: a RunStep, a SleepStep or a WaitStep. A step
+// whose row cannot be decoded is null beside a DECODE_FAILED error.
+type OpsGetRunRunCurrentStep interface {
+	implementsGraphQLInterfaceOpsGetRunRunCurrentStep()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+	// GetId returns the interface-field "id" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// The step's id, unique within its run.
+	GetId() string
+	// GetType returns the interface-field "type" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// What kind of step it is; the same as its __typename says.
+	GetType() StepType
+	// GetState returns the interface-field "state" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// Where the step stands.
+	GetState() StepState
+}
+
+func (v *OpsGetRunRunCurrentStepRunStep) implementsGraphQLInterfaceOpsGetRunRunCurrentStep()   {}
+func (v *OpsGetRunRunCurrentStepSleepStep) implementsGraphQLInterfaceOpsGetRunRunCurrentStep() {}
+func (v *OpsGetRunRunCurrentStepWaitStep) implementsGraphQLInterfaceOpsGetRunRunCurrentStep()  {}
+
+func __unmarshalOpsGetRunRunCurrentStep(b []byte, v *OpsGetRunRunCurrentStep) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "RunStep":
+		*v = new(OpsGetRunRunCurrentStepRunStep)
+		return json.Unmarshal(b, *v)
+	case "SleepStep":
+		*v = new(OpsGetRunRunCurrentStepSleepStep)
+		return json.Unmarshal(b, *v)
+	case "WaitStep":
+		*v = new(OpsGetRunRunCurrentStepWaitStep)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Step.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsGetRunRunCurrentStep: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsGetRunRunCurrentStep(v *OpsGetRunRunCurrentStep) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsGetRunRunCurrentStepRunStep:
+		typename = "RunStep"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsGetRunRunCurrentStepRunStep
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsGetRunRunCurrentStepSleepStep:
+		typename = "SleepStep"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsGetRunRunCurrentStepSleepStep
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsGetRunRunCurrentStepWaitStep:
+		typename = "WaitStep"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsGetRunRunCurrentStepWaitStep
+		}{typename, v}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsGetRunRunCurrentStep: "%T"`, v)
+	}
+}
+
+// OpsGetRunRunCurrentStepRunStep includes the requested fields of the GraphQL type RunStep.
+// The GraphQL type's documentation follows.
+//
+// A step that runs code, retried per its attempts.
+type OpsGetRunRunCurrentStepRunStep struct {
+	Typename *string `json:"__typename"`
+	// The step's id, unique within its run.
+	Id string `json:"id"`
+	// What kind of step it is; the same as its __typename says.
+	Type StepType `json:"type"`
+	// Where the step stands.
+	State StepState `json:"state"`
+}
+
+// GetTypename returns OpsGetRunRunCurrentStepRunStep.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepRunStep) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunCurrentStepRunStep.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepRunStep) GetId() string { return v.Id }
+
+// GetType returns OpsGetRunRunCurrentStepRunStep.Type, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepRunStep) GetType() StepType { return v.Type }
+
+// GetState returns OpsGetRunRunCurrentStepRunStep.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepRunStep) GetState() StepState { return v.State }
+
+// OpsGetRunRunCurrentStepSleepStep includes the requested fields of the GraphQL type SleepStep.
+// The GraphQL type's documentation follows.
+//
+// A step that sleeps until a wake time.
+type OpsGetRunRunCurrentStepSleepStep struct {
+	Typename *string `json:"__typename"`
+	// The step's id, unique within its run.
+	Id string `json:"id"`
+	// What kind of step it is; the same as its __typename says.
+	Type StepType `json:"type"`
+	// Where the step stands.
+	State StepState `json:"state"`
+}
+
+// GetTypename returns OpsGetRunRunCurrentStepSleepStep.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepSleepStep) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunCurrentStepSleepStep.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepSleepStep) GetId() string { return v.Id }
+
+// GetType returns OpsGetRunRunCurrentStepSleepStep.Type, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepSleepStep) GetType() StepType { return v.Type }
+
+// GetState returns OpsGetRunRunCurrentStepSleepStep.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepSleepStep) GetState() StepState { return v.State }
+
+// OpsGetRunRunCurrentStepWaitStep includes the requested fields of the GraphQL type WaitStep.
+// The GraphQL type's documentation follows.
+//
+// A step that waits for an inbound event.
+type OpsGetRunRunCurrentStepWaitStep struct {
+	Typename *string `json:"__typename"`
+	// The step's id, unique within its run.
+	Id string `json:"id"`
+	// What kind of step it is; the same as its __typename says.
+	Type StepType `json:"type"`
+	// Where the step stands.
+	State StepState `json:"state"`
+}
+
+// GetTypename returns OpsGetRunRunCurrentStepWaitStep.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepWaitStep) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunCurrentStepWaitStep.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepWaitStep) GetId() string { return v.Id }
+
+// GetType returns OpsGetRunRunCurrentStepWaitStep.Type, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepWaitStep) GetType() StepType { return v.Type }
+
+// GetState returns OpsGetRunRunCurrentStepWaitStep.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunCurrentStepWaitStep) GetState() StepState { return v.State }
+
+// OpsGetRunRunMissingRun includes the requested fields of the GraphQL type MissingRun.
+// The GraphQL type's documentation follows.
+//
+// A run id with no live run.
+type OpsGetRunRunMissingRun struct {
+	Typename         *string `json:"__typename"`
+	MissingRunFields `json:"-"`
+}
+
+// GetTypename returns OpsGetRunRunMissingRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunMissingRun) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunMissingRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunMissingRun) GetId() string { return v.MissingRunFields.Id }
+
+// GetDeleted returns OpsGetRunRunMissingRun.Deleted, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunMissingRun) GetDeleted() bool { return v.MissingRunFields.Deleted }
+
+// GetDeletedAtRevision returns OpsGetRunRunMissingRun.DeletedAtRevision, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunMissingRun) GetDeletedAtRevision() *int64 {
+	return v.MissingRunFields.DeletedAtRevision
+}
+
+func (v *OpsGetRunRunMissingRun) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsGetRunRunMissingRun
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsGetRunRunMissingRun = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MissingRunFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalOpsGetRunRunMissingRun struct {
+	Typename *string `json:"__typename"`
+
+	Id string `json:"id"`
+
+	Deleted bool `json:"deleted"`
+
+	DeletedAtRevision *int64 `json:"deletedAtRevision"`
+}
+
+func (v *OpsGetRunRunMissingRun) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsGetRunRunMissingRun) __premarshalJSON() (*__premarshalOpsGetRunRunMissingRun, error) {
+	var retval __premarshalOpsGetRunRunMissingRun
+
+	retval.Typename = v.Typename
+	retval.Id = v.MissingRunFields.Id
+	retval.Deleted = v.MissingRunFields.Deleted
+	retval.DeletedAtRevision = v.MissingRunFields.DeletedAtRevision
+	return &retval, nil
+}
+
+// OpsGetRunRunSnapshot includes the requested fields of the GraphQL interface Snapshot.
+//
+// OpsGetRunRunSnapshot is implemented by the following types:
+// OpsGetRunRunMissingRun
+// OpsGetRunRun
+// The GraphQL type's documentation follows.
+//
+// What reading a run id yields.
+type OpsGetRunRunSnapshot interface {
+	implementsGraphQLInterfaceOpsGetRunRunSnapshot()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+}
+
+func (v *OpsGetRunRunMissingRun) implementsGraphQLInterfaceOpsGetRunRunSnapshot() {}
+func (v *OpsGetRunRun) implementsGraphQLInterfaceOpsGetRunRunSnapshot()           {}
+
+func __unmarshalOpsGetRunRunSnapshot(b []byte, v *OpsGetRunRunSnapshot) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "MissingRun":
+		*v = new(OpsGetRunRunMissingRun)
+		return json.Unmarshal(b, *v)
+	case "Run":
+		*v = new(OpsGetRunRun)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Snapshot.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsGetRunRunSnapshot: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsGetRunRunSnapshot(v *OpsGetRunRunSnapshot) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsGetRunRunMissingRun:
+		typename = "MissingRun"
+
+		premarshaled, err := v.__premarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		result := struct {
+			TypeName string `json:"__typename"`
+			*__premarshalOpsGetRunRunMissingRun
+		}{typename, premarshaled}
+		return json.Marshal(result)
+	case *OpsGetRunRun:
+		typename = "Run"
+
+		premarshaled, err := v.__premarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		result := struct {
+			TypeName string `json:"__typename"`
+			*__premarshalOpsGetRunRun
+		}{typename, premarshaled}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsGetRunRunSnapshot: "%T"`, v)
+	}
+}
+
+// OpsGetRunRunStepsStepConnection includes the requested fields of the GraphQL type StepConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of a run's steps.
+type OpsGetRunRunStepsStepConnection struct {
+	// The edges' nodes, in order; an element is null only beside its own error.
+	Nodes []OpsGetRunRunStepsStepConnectionNodesStep `json:"-"`
+	// Whether the list goes on, and the cursor to continue from.
+	PageInfo OpsGetRunRunStepsStepConnectionPageInfo `json:"pageInfo"`
+}
+
+// GetNodes returns OpsGetRunRunStepsStepConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnection) GetNodes() []OpsGetRunRunStepsStepConnectionNodesStep {
+	return v.Nodes
+}
+
+// GetPageInfo returns OpsGetRunRunStepsStepConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnection) GetPageInfo() OpsGetRunRunStepsStepConnectionPageInfo {
+	return v.PageInfo
+}
+
+func (v *OpsGetRunRunStepsStepConnection) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsGetRunRunStepsStepConnection
+		Nodes []json.RawMessage `json:"nodes"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsGetRunRunStepsStepConnection = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Nodes
+		src := firstPass.Nodes
+		*dst = make(
+			[]OpsGetRunRunStepsStepConnectionNodesStep,
+			len(src))
+		for i, src := range src {
+			dst := &(*dst)[i]
+			if len(src) != 0 && string(src) != "null" {
+				err = __unmarshalOpsGetRunRunStepsStepConnectionNodesStep(
+					src, dst)
+				if err != nil {
+					return fmt.Errorf(
+						"unable to unmarshal OpsGetRunRunStepsStepConnection.Nodes: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsGetRunRunStepsStepConnection struct {
+	Nodes []json.RawMessage `json:"nodes"`
+
+	PageInfo OpsGetRunRunStepsStepConnectionPageInfo `json:"pageInfo"`
+}
+
+func (v *OpsGetRunRunStepsStepConnection) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsGetRunRunStepsStepConnection) __premarshalJSON() (*__premarshalOpsGetRunRunStepsStepConnection, error) {
+	var retval __premarshalOpsGetRunRunStepsStepConnection
+
+	{
+
+		dst := &retval.Nodes
+		src := v.Nodes
+		*dst = make(
+			[]json.RawMessage,
+			len(src))
+		for i, src := range src {
+			dst := &(*dst)[i]
+			var err error
+			*dst, err = __marshalOpsGetRunRunStepsStepConnectionNodesStep(
+				&src)
+			if err != nil {
+				return nil, fmt.Errorf(
+					"unable to marshal OpsGetRunRunStepsStepConnection.Nodes: %w", err)
+			}
+		}
+	}
+	retval.PageInfo = v.PageInfo
+	return &retval, nil
+}
+
+// OpsGetRunRunStepsStepConnectionNodesRunStep includes the requested fields of the GraphQL type RunStep.
+// The GraphQL type's documentation follows.
+//
+// A step that runs code, retried per its attempts.
+type OpsGetRunRunStepsStepConnectionNodesRunStep struct {
+	Typename *string `json:"__typename"`
+	// The step's id, unique within its run.
+	Id string `json:"id"`
+	// What kind of step it is; the same as its __typename says.
+	Type StepType `json:"type"`
+	// Where the step stands.
+	State StepState `json:"state"`
+	// When the step was added to the journal.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the step was resolved: for a run step, the end of the attempt that
+	// succeeded or failed for good; for a sleep or wait, when it elapsed, was
+	// satisfied or timed out. Null while unresolved.
+	ResolvedAt *time.Time `json:"resolvedAt"`
+	// How many attempts the step has had.
+	AttemptCount int64 `json:"attemptCount"`
+	// The most attempts the step may have; null when unbounded.
+	MaxAttempts *int64 `json:"maxAttempts"`
+	// When the step will be attempted again, while it is RETRYING.
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	// The step's latest `last` attempts (1..200), oldest first; attemptCount
+	// says how many there are in all and number where each stands. An element
+	// is null only beside its own DECODE_FAILED error.
+	Attempts []*OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt `json:"attempts"`
+}
+
+// GetTypename returns OpsGetRunRunStepsStepConnectionNodesRunStep.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunStepsStepConnectionNodesRunStep.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetId() string { return v.Id }
+
+// GetType returns OpsGetRunRunStepsStepConnectionNodesRunStep.Type, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetType() StepType { return v.Type }
+
+// GetState returns OpsGetRunRunStepsStepConnectionNodesRunStep.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetState() StepState { return v.State }
+
+// GetCreatedAt returns OpsGetRunRunStepsStepConnectionNodesRunStep.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetResolvedAt returns OpsGetRunRunStepsStepConnectionNodesRunStep.ResolvedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetResolvedAt() *time.Time { return v.ResolvedAt }
+
+// GetAttemptCount returns OpsGetRunRunStepsStepConnectionNodesRunStep.AttemptCount, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetAttemptCount() int64 { return v.AttemptCount }
+
+// GetMaxAttempts returns OpsGetRunRunStepsStepConnectionNodesRunStep.MaxAttempts, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetMaxAttempts() *int64 { return v.MaxAttempts }
+
+// GetNextAttemptAt returns OpsGetRunRunStepsStepConnectionNodesRunStep.NextAttemptAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetNextAttemptAt() *time.Time {
+	return v.NextAttemptAt
+}
+
+// GetAttempts returns OpsGetRunRunStepsStepConnectionNodesRunStep.Attempts, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) GetAttempts() []*OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt {
+	return v.Attempts
+}
+
+// OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt includes the requested fields of the GraphQL type Attempt.
+// The GraphQL type's documentation follows.
+//
+// One attempt of a run step.
+type OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt struct {
+	// The attempt's place among its step's attempts by (startedAt, id), from 1.
+	Number int64 `json:"number"`
+	// Where the attempt stands.
+	State AttemptState `json:"state"`
+	// When the attempt began.
+	StartedAt time.Time `json:"startedAt"`
+	// When the attempt succeeded or failed; null while STARTED.
+	EndedAt *time.Time `json:"endedAt"`
+	// The kind of error a FAILED attempt raised, when the engine recorded one.
+	ErrorName *string `json:"errorName"`
+	// The error of a FAILED attempt; set exactly when it failed.
+	ErrorMessage *string `json:"errorMessage"`
+}
+
+// GetNumber returns OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt.Number, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt) GetNumber() int64 {
+	return v.Number
+}
+
+// GetState returns OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt) GetState() AttemptState {
+	return v.State
+}
+
+// GetStartedAt returns OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt.StartedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt) GetStartedAt() time.Time {
+	return v.StartedAt
+}
+
+// GetEndedAt returns OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt.EndedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt) GetEndedAt() *time.Time {
+	return v.EndedAt
+}
+
+// GetErrorName returns OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt.ErrorName, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt) GetErrorName() *string {
+	return v.ErrorName
+}
+
+// GetErrorMessage returns OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt.ErrorMessage, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt) GetErrorMessage() *string {
+	return v.ErrorMessage
+}
+
+// OpsGetRunRunStepsStepConnectionNodesSleepStep includes the requested fields of the GraphQL type SleepStep.
+// The GraphQL type's documentation follows.
+//
+// A step that sleeps until a wake time.
+type OpsGetRunRunStepsStepConnectionNodesSleepStep struct {
+	Typename *string `json:"__typename"`
+	// The step's id, unique within its run.
+	Id string `json:"id"`
+	// What kind of step it is; the same as its __typename says.
+	Type StepType `json:"type"`
+	// Where the step stands.
+	State StepState `json:"state"`
+	// When the step was added to the journal.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the step was resolved: for a run step, the end of the attempt that
+	// succeeded or failed for good; for a sleep or wait, when it elapsed, was
+	// satisfied or timed out. Null while unresolved.
+	ResolvedAt *time.Time `json:"resolvedAt"`
+	// When the sleep is due to end.
+	WakeAt time.Time `json:"wakeAt"`
+}
+
+// GetTypename returns OpsGetRunRunStepsStepConnectionNodesSleepStep.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunStepsStepConnectionNodesSleepStep.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetId() string { return v.Id }
+
+// GetType returns OpsGetRunRunStepsStepConnectionNodesSleepStep.Type, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetType() StepType { return v.Type }
+
+// GetState returns OpsGetRunRunStepsStepConnectionNodesSleepStep.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetState() StepState { return v.State }
+
+// GetCreatedAt returns OpsGetRunRunStepsStepConnectionNodesSleepStep.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetResolvedAt returns OpsGetRunRunStepsStepConnectionNodesSleepStep.ResolvedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetResolvedAt() *time.Time {
+	return v.ResolvedAt
+}
+
+// GetWakeAt returns OpsGetRunRunStepsStepConnectionNodesSleepStep.WakeAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) GetWakeAt() time.Time { return v.WakeAt }
+
+// OpsGetRunRunStepsStepConnectionNodesStep includes the requested fields of the GraphQL interface Step.
+//
+// OpsGetRunRunStepsStepConnectionNodesStep is implemented by the following types:
+// OpsGetRunRunStepsStepConnectionNodesRunStep
+// OpsGetRunRunStepsStepConnectionNodesSleepStep
+// OpsGetRunRunStepsStepConnectionNodesWaitStep
+// The GraphQL type's documentation follows.
+//
+// One step of a run's journal: a RunStep, a SleepStep or a WaitStep. A step
+// whose row cannot be decoded is null beside a DECODE_FAILED error.
+type OpsGetRunRunStepsStepConnectionNodesStep interface {
+	implementsGraphQLInterfaceOpsGetRunRunStepsStepConnectionNodesStep()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+	// GetId returns the interface-field "id" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// The step's id, unique within its run.
+	GetId() string
+	// GetType returns the interface-field "type" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// What kind of step it is; the same as its __typename says.
+	GetType() StepType
+	// GetState returns the interface-field "state" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// Where the step stands.
+	GetState() StepState
+	// GetCreatedAt returns the interface-field "createdAt" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// When the step was added to the journal.
+	GetCreatedAt() time.Time
+	// GetResolvedAt returns the interface-field "resolvedAt" from its implementation.
+	// The GraphQL interface field's documentation follows.
+	//
+	// When the step was resolved: for a run step, the end of the attempt that
+	// succeeded or failed for good; for a sleep or wait, when it elapsed, was
+	// satisfied or timed out. Null while unresolved.
+	GetResolvedAt() *time.Time
+}
+
+func (v *OpsGetRunRunStepsStepConnectionNodesRunStep) implementsGraphQLInterfaceOpsGetRunRunStepsStepConnectionNodesStep() {
+}
+func (v *OpsGetRunRunStepsStepConnectionNodesSleepStep) implementsGraphQLInterfaceOpsGetRunRunStepsStepConnectionNodesStep() {
+}
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) implementsGraphQLInterfaceOpsGetRunRunStepsStepConnectionNodesStep() {
+}
+
+func __unmarshalOpsGetRunRunStepsStepConnectionNodesStep(b []byte, v *OpsGetRunRunStepsStepConnectionNodesStep) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "RunStep":
+		*v = new(OpsGetRunRunStepsStepConnectionNodesRunStep)
+		return json.Unmarshal(b, *v)
+	case "SleepStep":
+		*v = new(OpsGetRunRunStepsStepConnectionNodesSleepStep)
+		return json.Unmarshal(b, *v)
+	case "WaitStep":
+		*v = new(OpsGetRunRunStepsStepConnectionNodesWaitStep)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Step.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsGetRunRunStepsStepConnectionNodesStep: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsGetRunRunStepsStepConnectionNodesStep(v *OpsGetRunRunStepsStepConnectionNodesStep) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsGetRunRunStepsStepConnectionNodesRunStep:
+		typename = "RunStep"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsGetRunRunStepsStepConnectionNodesRunStep
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsGetRunRunStepsStepConnectionNodesSleepStep:
+		typename = "SleepStep"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsGetRunRunStepsStepConnectionNodesSleepStep
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsGetRunRunStepsStepConnectionNodesWaitStep:
+		typename = "WaitStep"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsGetRunRunStepsStepConnectionNodesWaitStep
+		}{typename, v}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsGetRunRunStepsStepConnectionNodesStep: "%T"`, v)
+	}
+}
+
+// OpsGetRunRunStepsStepConnectionNodesWaitStep includes the requested fields of the GraphQL type WaitStep.
+// The GraphQL type's documentation follows.
+//
+// A step that waits for an inbound event.
+type OpsGetRunRunStepsStepConnectionNodesWaitStep struct {
+	Typename *string `json:"__typename"`
+	// The step's id, unique within its run.
+	Id string `json:"id"`
+	// What kind of step it is; the same as its __typename says.
+	Type StepType `json:"type"`
+	// Where the step stands.
+	State StepState `json:"state"`
+	// When the step was added to the journal.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the step was resolved: for a run step, the end of the attempt that
+	// succeeded or failed for good; for a sleep or wait, when it elapsed, was
+	// satisfied or timed out. Null while unresolved.
+	ResolvedAt *time.Time `json:"resolvedAt"`
+	// The name of the event the step waits for.
+	EventName string `json:"eventName"`
+	// When the step gives up waiting; null when it waits for good.
+	TimeoutAt *time.Time `json:"timeoutAt"`
+}
+
+// GetTypename returns OpsGetRunRunStepsStepConnectionNodesWaitStep.Typename, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsGetRunRunStepsStepConnectionNodesWaitStep.Id, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetId() string { return v.Id }
+
+// GetType returns OpsGetRunRunStepsStepConnectionNodesWaitStep.Type, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetType() StepType { return v.Type }
+
+// GetState returns OpsGetRunRunStepsStepConnectionNodesWaitStep.State, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetState() StepState { return v.State }
+
+// GetCreatedAt returns OpsGetRunRunStepsStepConnectionNodesWaitStep.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetResolvedAt returns OpsGetRunRunStepsStepConnectionNodesWaitStep.ResolvedAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetResolvedAt() *time.Time {
+	return v.ResolvedAt
+}
+
+// GetEventName returns OpsGetRunRunStepsStepConnectionNodesWaitStep.EventName, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetEventName() string { return v.EventName }
+
+// GetTimeoutAt returns OpsGetRunRunStepsStepConnectionNodesWaitStep.TimeoutAt, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionNodesWaitStep) GetTimeoutAt() *time.Time { return v.TimeoutAt }
+
+// OpsGetRunRunStepsStepConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page stands in its list (Relay's PageInfo).
+type OpsGetRunRunStepsStepConnectionPageInfo struct {
+	HasNextPage bool `json:"hasNextPage"`
+}
+
+// GetHasNextPage returns OpsGetRunRunStepsStepConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
+func (v *OpsGetRunRunStepsStepConnectionPageInfo) GetHasNextPage() bool { return v.HasNextPage }
+
+// OpsListRunsListRunsRunConnection includes the requested fields of the GraphQL type RunConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of runs related to a run.
+type OpsListRunsListRunsRunConnection struct {
+	Edges    []OpsListRunsListRunsRunConnectionEdgesRunEdge `json:"edges"`
+	PageInfo OpsListRunsListRunsRunConnectionPageInfo       `json:"pageInfo"`
+}
+
+// GetEdges returns OpsListRunsListRunsRunConnection.Edges, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnection) GetEdges() []OpsListRunsListRunsRunConnectionEdgesRunEdge {
+	return v.Edges
+}
+
+// GetPageInfo returns OpsListRunsListRunsRunConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnection) GetPageInfo() OpsListRunsListRunsRunConnectionPageInfo {
+	return v.PageInfo
+}
+
+// OpsListRunsListRunsRunConnectionEdgesRunEdge includes the requested fields of the GraphQL type RunEdge.
+type OpsListRunsListRunsRunConnectionEdgesRunEdge struct {
+	// An opaque cursor to pass as `after` to continue after this edge.
+	Cursor string `json:"cursor"`
+	// Null only beside an error for it.
+	Node OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot `json:"-"`
+}
+
+// GetCursor returns OpsListRunsListRunsRunConnectionEdgesRunEdge.Cursor, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdge) GetCursor() string { return v.Cursor }
+
+// GetNode returns OpsListRunsListRunsRunConnectionEdgesRunEdge.Node, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdge) GetNode() OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot {
+	return v.Node
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdge) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsListRunsListRunsRunConnectionEdgesRunEdge
+		Node json.RawMessage `json:"node"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsListRunsListRunsRunConnectionEdgesRunEdge = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Node
+		src := firstPass.Node
+		if len(src) != 0 && string(src) != "null" {
+			err = __unmarshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot(
+				src, dst)
+			if err != nil {
+				return fmt.Errorf(
+					"unable to unmarshal OpsListRunsListRunsRunConnectionEdgesRunEdge.Node: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsListRunsListRunsRunConnectionEdgesRunEdge struct {
+	Cursor string `json:"cursor"`
+
+	Node json.RawMessage `json:"node"`
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdge) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdge) __premarshalJSON() (*__premarshalOpsListRunsListRunsRunConnectionEdgesRunEdge, error) {
+	var retval __premarshalOpsListRunsListRunsRunConnectionEdgesRunEdge
+
+	retval.Cursor = v.Cursor
+	{
+
+		dst := &retval.Node
+		src := v.Node
+		var err error
+		*dst, err = __marshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot(
+			&src)
+		if err != nil {
+			return nil, fmt.Errorf(
+				"unable to marshal OpsListRunsListRunsRunConnectionEdgesRunEdge.Node: %w", err)
+		}
+	}
+	return &retval, nil
+}
+
+// OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun includes the requested fields of the GraphQL type MissingRun.
+// The GraphQL type's documentation follows.
+//
+// A run id with no live run.
+type OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun struct {
+	Typename *string `json:"__typename"`
+}
+
+// GetTypename returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun) GetTypename() *string {
+	return v.Typename
+}
+
+// OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun includes the requested fields of the GraphQL type Run.
+// The GraphQL type's documentation follows.
+//
+// A run as the engine had it at the operation's position.
+type OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun struct {
+	Typename *string `json:"__typename"`
+	OpsRun   `json:"-"`
+}
+
+// GetTypename returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetTypename() *string {
+	return v.Typename
+}
+
+// GetId returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetId() string { return v.OpsRun.Id }
+
+// GetRevision returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Revision, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetRevision() int64 {
+	return v.OpsRun.Revision
+}
+
+// GetStatus returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Status, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetStatus() RunStatus {
+	return v.OpsRun.Status
+}
+
+// GetFlowName returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.FlowName, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetFlowName() string {
+	return v.OpsRun.FlowName
+}
+
+// GetCreatedAt returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetCreatedAt() time.Time {
+	return v.OpsRun.CreatedAt
+}
+
+// GetStartedAt returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.StartedAt, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetStartedAt() *time.Time {
+	return v.OpsRun.StartedAt
+}
+
+// GetFinishedAt returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.FinishedAt, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetFinishedAt() *time.Time {
+	return v.OpsRun.FinishedAt
+}
+
+// GetHeartbeatAt returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.HeartbeatAt, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetHeartbeatAt() *time.Time {
+	return v.OpsRun.HeartbeatAt
+}
+
+// GetParentRunId returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.ParentRunId, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetParentRunId() *string {
+	return v.OpsRun.ParentRunId
+}
+
+// GetLineageId returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.LineageId, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetLineageId() string {
+	return v.OpsRun.LineageId
+}
+
+// GetRoundOrdinal returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.RoundOrdinal, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetRoundOrdinal() int64 {
+	return v.OpsRun.RoundOrdinal
+}
+
+// GetOwner returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Owner, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetOwner() *OpsRunOwner {
+	return v.OpsRun.Owner
+}
+
+// GetWaiting returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Waiting, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetWaiting() *OpsRunWaiting {
+	return v.OpsRun.Waiting
+}
+
+// GetCancellation returns OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.Cancellation, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetCancellation() OpsRunCancellation {
+	return v.OpsRun.Cancellation
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.OpsRun)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun struct {
+	Typename *string `json:"__typename"`
+
+	Id string `json:"id"`
+
+	Revision int64 `json:"revision"`
+
+	Status RunStatus `json:"status"`
+
+	FlowName string `json:"flowName"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	StartedAt *time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	HeartbeatAt *time.Time `json:"heartbeatAt"`
+
+	ParentRunId *string `json:"parentRunId"`
+
+	LineageId string `json:"lineageId"`
+
+	RoundOrdinal int64 `json:"roundOrdinal"`
+
+	Owner *OpsRunOwner `json:"owner"`
+
+	Waiting *OpsRunWaiting `json:"waiting"`
+
+	Cancellation OpsRunCancellation `json:"cancellation"`
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) __premarshalJSON() (*__premarshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun, error) {
+	var retval __premarshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun
+
+	retval.Typename = v.Typename
+	retval.Id = v.OpsRun.Id
+	retval.Revision = v.OpsRun.Revision
+	retval.Status = v.OpsRun.Status
+	retval.FlowName = v.OpsRun.FlowName
+	retval.CreatedAt = v.OpsRun.CreatedAt
+	retval.StartedAt = v.OpsRun.StartedAt
+	retval.FinishedAt = v.OpsRun.FinishedAt
+	retval.HeartbeatAt = v.OpsRun.HeartbeatAt
+	retval.ParentRunId = v.OpsRun.ParentRunId
+	retval.LineageId = v.OpsRun.LineageId
+	retval.RoundOrdinal = v.OpsRun.RoundOrdinal
+	retval.Owner = v.OpsRun.Owner
+	retval.Waiting = v.OpsRun.Waiting
+	retval.Cancellation = v.OpsRun.Cancellation
+	return &retval, nil
+}
+
+// OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot includes the requested fields of the GraphQL interface Snapshot.
+//
+// OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot is implemented by the following types:
+// OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun
+// OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun
+// The GraphQL type's documentation follows.
+//
+// What reading a run id yields.
+type OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot interface {
+	implementsGraphQLInterfaceOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+}
+
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun) implementsGraphQLInterfaceOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot() {
+}
+func (v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) implementsGraphQLInterfaceOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot() {
+}
+
+func __unmarshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot(b []byte, v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "MissingRun":
+		*v = new(OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun)
+		return json.Unmarshal(b, *v)
+	case "Run":
+		*v = new(OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Snapshot.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot(v *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun:
+		typename = "MissingRun"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeMissingRun
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun:
+		typename = "Run"
+
+		premarshaled, err := v.__premarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		result := struct {
+			TypeName string `json:"__typename"`
+			*__premarshalOpsListRunsListRunsRunConnectionEdgesRunEdgeNodeRun
+		}{typename, premarshaled}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsListRunsListRunsRunConnectionEdgesRunEdgeNodeSnapshot: "%T"`, v)
+	}
+}
+
+// OpsListRunsListRunsRunConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page stands in its list (Relay's PageInfo).
+type OpsListRunsListRunsRunConnectionPageInfo struct {
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the last edge of the page; null for an empty page.
+	EndCursor *string `json:"endCursor"`
+}
+
+// GetHasNextPage returns OpsListRunsListRunsRunConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionPageInfo) GetHasNextPage() bool { return v.HasNextPage }
+
+// GetEndCursor returns OpsListRunsListRunsRunConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
+func (v *OpsListRunsListRunsRunConnectionPageInfo) GetEndCursor() *string { return v.EndCursor }
+
+// OpsListRunsPosition includes the requested fields of the GraphQL type Position.
+// The GraphQL type's documentation follows.
+//
+// Where a snapshot was read.
+type OpsListRunsPosition struct {
+	// The store's identity: 32 lowercase hex characters, random, fixed when the store was created.
+	Source string `json:"source"`
+	// The store's revision, advanced by every change to a run, its spawn edges or its journal.
+	Revision int64 `json:"revision"`
+}
+
+// GetSource returns OpsListRunsPosition.Source, and is useful for accessing the field via an interface.
+func (v *OpsListRunsPosition) GetSource() string { return v.Source }
+
+// GetRevision returns OpsListRunsPosition.Revision, and is useful for accessing the field via an interface.
+func (v *OpsListRunsPosition) GetRevision() int64 { return v.Revision }
+
+// OpsListRunsResponse is returned by OpsListRuns on success.
+type OpsListRunsResponse struct {
+	// The position this operation reads at: the store's identity and revision.
+	Position OpsListRunsPosition `json:"position"`
+	// One page of the runs `filter` selects, ordered by (createdAt, id), newest
+	// first unless `order` says otherwise. Edges' ordinals are the runs'
+	// createdAt in milliseconds (finishedAt in FINISHED_NEWEST_FIRST). A cursor continues only the list it came from:
+	// with another filter or order it is BAD_CURSOR. first: 1..200.
+	ListRuns *OpsListRunsListRunsRunConnection `json:"listRuns"`
+}
+
+// GetPosition returns OpsListRunsResponse.Position, and is useful for accessing the field via an interface.
+func (v *OpsListRunsResponse) GetPosition() OpsListRunsPosition { return v.Position }
+
+// GetListRuns returns OpsListRunsResponse.ListRuns, and is useful for accessing the field via an interface.
+func (v *OpsListRunsResponse) GetListRuns() *OpsListRunsListRunsRunConnection { return v.ListRuns }
+
+// OpsPositionPosition includes the requested fields of the GraphQL type Position.
+// The GraphQL type's documentation follows.
+//
+// Where a snapshot was read.
+type OpsPositionPosition struct {
+	// The store's identity: 32 lowercase hex characters, random, fixed when the store was created.
+	Source string `json:"source"`
+	// The store's revision, advanced by every change to a run, its spawn edges or its journal.
+	Revision int64 `json:"revision"`
+}
+
+// GetSource returns OpsPositionPosition.Source, and is useful for accessing the field via an interface.
+func (v *OpsPositionPosition) GetSource() string { return v.Source }
+
+// GetRevision returns OpsPositionPosition.Revision, and is useful for accessing the field via an interface.
+func (v *OpsPositionPosition) GetRevision() int64 { return v.Revision }
+
+// OpsPositionResponse is returned by OpsPosition on success.
+type OpsPositionResponse struct {
+	// The position this operation reads at: the store's identity and revision.
+	Position OpsPositionPosition `json:"position"`
+}
+
+// GetPosition returns OpsPositionResponse.Position, and is useful for accessing the field via an interface.
+func (v *OpsPositionResponse) GetPosition() OpsPositionPosition { return v.Position }
+
+// A run as the command line lists it: metadata only, no payloads.
+type OpsRun struct {
+	Id string `json:"id"`
+	// The revision of the latest change to this run, its spawn edges or its journal.
+	Revision int64     `json:"revision"`
+	Status   RunStatus `json:"status"`
+	// The flow this run executes (state.flowName).
+	FlowName   string     `json:"flowName"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	// The owner's last heartbeat; set exactly when status is RUNNING.
+	HeartbeatAt *time.Time `json:"heartbeatAt"`
+	// The run that spawned this one directly, or the previous round of a trampoline.
+	ParentRunId *string `json:"parentRunId"`
+	// The lineage this run is a round of: the id of its round 0 (its own id for round 0).
+	LineageId string `json:"lineageId"`
+	// Which round of its lineage this run is; 0 for the first.
+	RoundOrdinal int64 `json:"roundOrdinal"`
+	// The worker running it; set exactly when status is RUNNING.
+	Owner *OpsRunOwner `json:"owner"`
+	// What the run waits for, when it waits.
+	Waiting      *OpsRunWaiting     `json:"waiting"`
+	Cancellation OpsRunCancellation `json:"cancellation"`
+}
+
+// GetId returns OpsRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetId() string { return v.Id }
+
+// GetRevision returns OpsRun.Revision, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetRevision() int64 { return v.Revision }
+
+// GetStatus returns OpsRun.Status, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetStatus() RunStatus { return v.Status }
+
+// GetFlowName returns OpsRun.FlowName, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetFlowName() string { return v.FlowName }
+
+// GetCreatedAt returns OpsRun.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetStartedAt returns OpsRun.StartedAt, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetStartedAt() *time.Time { return v.StartedAt }
+
+// GetFinishedAt returns OpsRun.FinishedAt, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetFinishedAt() *time.Time { return v.FinishedAt }
+
+// GetHeartbeatAt returns OpsRun.HeartbeatAt, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetHeartbeatAt() *time.Time { return v.HeartbeatAt }
+
+// GetParentRunId returns OpsRun.ParentRunId, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetParentRunId() *string { return v.ParentRunId }
+
+// GetLineageId returns OpsRun.LineageId, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetLineageId() string { return v.LineageId }
+
+// GetRoundOrdinal returns OpsRun.RoundOrdinal, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetRoundOrdinal() int64 { return v.RoundOrdinal }
+
+// GetOwner returns OpsRun.Owner, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetOwner() *OpsRunOwner { return v.Owner }
+
+// GetWaiting returns OpsRun.Waiting, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetWaiting() *OpsRunWaiting { return v.Waiting }
+
+// GetCancellation returns OpsRun.Cancellation, and is useful for accessing the field via an interface.
+func (v *OpsRun) GetCancellation() OpsRunCancellation { return v.Cancellation }
+
+// OpsRunCancellation includes the requested fields of the GraphQL type Cancellation.
+// The GraphQL type's documentation follows.
+//
+// A run's cancellation intent and its acknowledgement.
+type OpsRunCancellation struct {
+	// When cancellation was requested; null when it was not.
+	RequestedAt *time.Time `json:"requestedAt"`
+}
+
+// GetRequestedAt returns OpsRunCancellation.RequestedAt, and is useful for accessing the field via an interface.
+func (v *OpsRunCancellation) GetRequestedAt() *time.Time { return v.RequestedAt }
+
+// OpsRunOwner includes the requested fields of the GraphQL type Owner.
+// The GraphQL type's documentation follows.
+//
+// A worker process.
+type OpsRunOwner struct {
+	HostId string `json:"hostId"`
+	Pid    int64  `json:"pid"`
+	Nonce  string `json:"nonce"`
+}
+
+// GetHostId returns OpsRunOwner.HostId, and is useful for accessing the field via an interface.
+func (v *OpsRunOwner) GetHostId() string { return v.HostId }
+
+// GetPid returns OpsRunOwner.Pid, and is useful for accessing the field via an interface.
+func (v *OpsRunOwner) GetPid() int64 { return v.Pid }
+
+// GetNonce returns OpsRunOwner.Nonce, and is useful for accessing the field via an interface.
+func (v *OpsRunOwner) GetNonce() string { return v.Nonce }
+
+// OpsRunStatsResponse is returned by OpsRunStats on success.
+type OpsRunStatsResponse struct {
+	// How many runs `filter` selects, status by status: one StatusCount per
+	// RunStatus, in the enum's order, each counted up to `upTo` (0..1000000)
+	// at the operation's one position. A status the filter's status list
+	// leaves out counts 0. It costs what one bounded count per counted status
+	// costs.
+	RunStats []OpsRunStatsRunStatsStatusCount `json:"runStats"`
+}
+
+// GetRunStats returns OpsRunStatsResponse.RunStats, and is useful for accessing the field via an interface.
+func (v *OpsRunStatsResponse) GetRunStats() []OpsRunStatsRunStatsStatusCount { return v.RunStats }
+
+// OpsRunStatsRunStatsStatusCount includes the requested fields of the GraphQL type StatusCount.
+// The GraphQL type's documentation follows.
+//
+// The runs of one status a filter selects, counted up to a bound.
+type OpsRunStatsRunStatsStatusCount struct {
+	Status RunStatus `json:"status"`
+	// The number of runs, at most upTo.
+	Count int64 `json:"count"`
+	// True when more than upTo runs match.
+	Capped bool `json:"capped"`
+}
+
+// GetStatus returns OpsRunStatsRunStatsStatusCount.Status, and is useful for accessing the field via an interface.
+func (v *OpsRunStatsRunStatsStatusCount) GetStatus() RunStatus { return v.Status }
+
+// GetCount returns OpsRunStatsRunStatsStatusCount.Count, and is useful for accessing the field via an interface.
+func (v *OpsRunStatsRunStatsStatusCount) GetCount() int64 { return v.Count }
+
+// GetCapped returns OpsRunStatsRunStatsStatusCount.Capped, and is useful for accessing the field via an interface.
+func (v *OpsRunStatsRunStatsStatusCount) GetCapped() bool { return v.Capped }
+
+// OpsRunWaiting includes the requested fields of the GraphQL type Waiting.
+// The GraphQL type's documentation follows.
+//
+// What a suspended run waits for.
+type OpsRunWaiting struct {
+	Kind WaitingKind `json:"kind"`
+	// The engine's free-text reason.
+	Reason string     `json:"reason"`
+	WakeAt *time.Time `json:"wakeAt"`
+}
+
+// GetKind returns OpsRunWaiting.Kind, and is useful for accessing the field via an interface.
+func (v *OpsRunWaiting) GetKind() WaitingKind { return v.Kind }
+
+// GetReason returns OpsRunWaiting.Reason, and is useful for accessing the field via an interface.
+func (v *OpsRunWaiting) GetReason() string { return v.Reason }
+
+// GetWakeAt returns OpsRunWaiting.WakeAt, and is useful for accessing the field via an interface.
+func (v *OpsRunWaiting) GetWakeAt() *time.Time { return v.WakeAt }
+
+// OpsWatchChangesChangeFeed includes the requested fields of the GraphQL type ChangeFeed.
+// The GraphQL type's documentation follows.
+//
+// One batch of the change feed.
+type OpsWatchChangesChangeFeed struct {
+	// What to pass as `since` next: the last change's revision when hasMore,
+	// else the position's revision.
+	NextRevision int64 `json:"nextRevision"`
+	// In revision order, one per run id.
+	Changes []OpsWatchChangesChangeFeedChangesChange `json:"changes"`
+}
+
+// GetNextRevision returns OpsWatchChangesChangeFeed.NextRevision, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeed) GetNextRevision() int64 { return v.NextRevision }
+
+// GetChanges returns OpsWatchChangesChangeFeed.Changes, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeed) GetChanges() []OpsWatchChangesChangeFeedChangesChange {
+	return v.Changes
+}
+
+// OpsWatchChangesChangeFeedChangesChange includes the requested fields of the GraphQL type Change.
+// The GraphQL type's documentation follows.
+//
+// The latest change of one run id.
+type OpsWatchChangesChangeFeedChangesChange struct {
+	RunId string `json:"runId"`
+	// The revision of the run's latest change; keep a run's state only when this is newer than what a projection holds.
+	Revision int64 `json:"revision"`
+	// True when the run was deleted at that revision (a tombstone).
+	Deleted bool `json:"deleted"`
+	// The run at the operation's position: a Run, or a MissingRun when deleted. Null only beside an error for it.
+	Run OpsWatchChangesChangeFeedChangesChangeRunSnapshot `json:"-"`
+}
+
+// GetRunId returns OpsWatchChangesChangeFeedChangesChange.RunId, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChange) GetRunId() string { return v.RunId }
+
+// GetRevision returns OpsWatchChangesChangeFeedChangesChange.Revision, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChange) GetRevision() int64 { return v.Revision }
+
+// GetDeleted returns OpsWatchChangesChangeFeedChangesChange.Deleted, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChange) GetDeleted() bool { return v.Deleted }
+
+// GetRun returns OpsWatchChangesChangeFeedChangesChange.Run, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChange) GetRun() OpsWatchChangesChangeFeedChangesChangeRunSnapshot {
+	return v.Run
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChange) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsWatchChangesChangeFeedChangesChange
+		Run json.RawMessage `json:"run"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsWatchChangesChangeFeedChangesChange = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Run
+		src := firstPass.Run
+		if len(src) != 0 && string(src) != "null" {
+			err = __unmarshalOpsWatchChangesChangeFeedChangesChangeRunSnapshot(
+				src, dst)
+			if err != nil {
+				return fmt.Errorf(
+					"unable to unmarshal OpsWatchChangesChangeFeedChangesChange.Run: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsWatchChangesChangeFeedChangesChange struct {
+	RunId string `json:"runId"`
+
+	Revision int64 `json:"revision"`
+
+	Deleted bool `json:"deleted"`
+
+	Run json.RawMessage `json:"run"`
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChange) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChange) __premarshalJSON() (*__premarshalOpsWatchChangesChangeFeedChangesChange, error) {
+	var retval __premarshalOpsWatchChangesChangeFeedChangesChange
+
+	retval.RunId = v.RunId
+	retval.Revision = v.Revision
+	retval.Deleted = v.Deleted
+	{
+
+		dst := &retval.Run
+		src := v.Run
+		var err error
+		*dst, err = __marshalOpsWatchChangesChangeFeedChangesChangeRunSnapshot(
+			&src)
+		if err != nil {
+			return nil, fmt.Errorf(
+				"unable to marshal OpsWatchChangesChangeFeedChangesChange.Run: %w", err)
+		}
+	}
+	return &retval, nil
+}
+
+// OpsWatchChangesChangeFeedChangesChangeRun includes the requested fields of the GraphQL type Run.
+// The GraphQL type's documentation follows.
+//
+// A run as the engine had it at the operation's position.
+type OpsWatchChangesChangeFeedChangesChangeRun struct {
+	Typename *string `json:"__typename"`
+	OpsRun   `json:"-"`
+	// The snapshot of the effective parent, at the same position.
+	Parent OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot `json:"-"`
+}
+
+// GetTypename returns OpsWatchChangesChangeFeedChangesChangeRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetTypename() *string { return v.Typename }
+
+// GetParent returns OpsWatchChangesChangeFeedChangesChangeRun.Parent, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetParent() OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot {
+	return v.Parent
+}
+
+// GetId returns OpsWatchChangesChangeFeedChangesChangeRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetId() string { return v.OpsRun.Id }
+
+// GetRevision returns OpsWatchChangesChangeFeedChangesChangeRun.Revision, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetRevision() int64 { return v.OpsRun.Revision }
+
+// GetStatus returns OpsWatchChangesChangeFeedChangesChangeRun.Status, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetStatus() RunStatus { return v.OpsRun.Status }
+
+// GetFlowName returns OpsWatchChangesChangeFeedChangesChangeRun.FlowName, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetFlowName() string { return v.OpsRun.FlowName }
+
+// GetCreatedAt returns OpsWatchChangesChangeFeedChangesChangeRun.CreatedAt, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetCreatedAt() time.Time {
+	return v.OpsRun.CreatedAt
+}
+
+// GetStartedAt returns OpsWatchChangesChangeFeedChangesChangeRun.StartedAt, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetStartedAt() *time.Time {
+	return v.OpsRun.StartedAt
+}
+
+// GetFinishedAt returns OpsWatchChangesChangeFeedChangesChangeRun.FinishedAt, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetFinishedAt() *time.Time {
+	return v.OpsRun.FinishedAt
+}
+
+// GetHeartbeatAt returns OpsWatchChangesChangeFeedChangesChangeRun.HeartbeatAt, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetHeartbeatAt() *time.Time {
+	return v.OpsRun.HeartbeatAt
+}
+
+// GetParentRunId returns OpsWatchChangesChangeFeedChangesChangeRun.ParentRunId, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetParentRunId() *string {
+	return v.OpsRun.ParentRunId
+}
+
+// GetLineageId returns OpsWatchChangesChangeFeedChangesChangeRun.LineageId, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetLineageId() string { return v.OpsRun.LineageId }
+
+// GetRoundOrdinal returns OpsWatchChangesChangeFeedChangesChangeRun.RoundOrdinal, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetRoundOrdinal() int64 {
+	return v.OpsRun.RoundOrdinal
+}
+
+// GetOwner returns OpsWatchChangesChangeFeedChangesChangeRun.Owner, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetOwner() *OpsRunOwner { return v.OpsRun.Owner }
+
+// GetWaiting returns OpsWatchChangesChangeFeedChangesChangeRun.Waiting, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetWaiting() *OpsRunWaiting {
+	return v.OpsRun.Waiting
+}
+
+// GetCancellation returns OpsWatchChangesChangeFeedChangesChangeRun.Cancellation, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) GetCancellation() OpsRunCancellation {
+	return v.OpsRun.Cancellation
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*OpsWatchChangesChangeFeedChangesChangeRun
+		Parent json.RawMessage `json:"parent"`
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.OpsWatchChangesChangeFeedChangesChangeRun = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.OpsRun)
+	if err != nil {
+		return err
+	}
+
+	{
+		dst := &v.Parent
+		src := firstPass.Parent
+		if len(src) != 0 && string(src) != "null" {
+			err = __unmarshalOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot(
+				src, dst)
+			if err != nil {
+				return fmt.Errorf(
+					"unable to unmarshal OpsWatchChangesChangeFeedChangesChangeRun.Parent: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+type __premarshalOpsWatchChangesChangeFeedChangesChangeRun struct {
+	Typename *string `json:"__typename"`
+
+	Parent json.RawMessage `json:"parent"`
+
+	Id string `json:"id"`
+
+	Revision int64 `json:"revision"`
+
+	Status RunStatus `json:"status"`
+
+	FlowName string `json:"flowName"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	StartedAt *time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	HeartbeatAt *time.Time `json:"heartbeatAt"`
+
+	ParentRunId *string `json:"parentRunId"`
+
+	LineageId string `json:"lineageId"`
+
+	RoundOrdinal int64 `json:"roundOrdinal"`
+
+	Owner *OpsRunOwner `json:"owner"`
+
+	Waiting *OpsRunWaiting `json:"waiting"`
+
+	Cancellation OpsRunCancellation `json:"cancellation"`
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) __premarshalJSON() (*__premarshalOpsWatchChangesChangeFeedChangesChangeRun, error) {
+	var retval __premarshalOpsWatchChangesChangeFeedChangesChangeRun
+
+	retval.Typename = v.Typename
+	{
+
+		dst := &retval.Parent
+		src := v.Parent
+		var err error
+		*dst, err = __marshalOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot(
+			&src)
+		if err != nil {
+			return nil, fmt.Errorf(
+				"unable to marshal OpsWatchChangesChangeFeedChangesChangeRun.Parent: %w", err)
+		}
+	}
+	retval.Id = v.OpsRun.Id
+	retval.Revision = v.OpsRun.Revision
+	retval.Status = v.OpsRun.Status
+	retval.FlowName = v.OpsRun.FlowName
+	retval.CreatedAt = v.OpsRun.CreatedAt
+	retval.StartedAt = v.OpsRun.StartedAt
+	retval.FinishedAt = v.OpsRun.FinishedAt
+	retval.HeartbeatAt = v.OpsRun.HeartbeatAt
+	retval.ParentRunId = v.OpsRun.ParentRunId
+	retval.LineageId = v.OpsRun.LineageId
+	retval.RoundOrdinal = v.OpsRun.RoundOrdinal
+	retval.Owner = v.OpsRun.Owner
+	retval.Waiting = v.OpsRun.Waiting
+	retval.Cancellation = v.OpsRun.Cancellation
+	return &retval, nil
+}
+
+// OpsWatchChangesChangeFeedChangesChangeRunMissingRun includes the requested fields of the GraphQL type MissingRun.
+// The GraphQL type's documentation follows.
+//
+// A run id with no live run.
+type OpsWatchChangesChangeFeedChangesChangeRunMissingRun struct {
+	Typename *string `json:"__typename"`
+}
+
+// GetTypename returns OpsWatchChangesChangeFeedChangesChangeRunMissingRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRunMissingRun) GetTypename() *string {
+	return v.Typename
+}
+
+// OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun includes the requested fields of the GraphQL type MissingRun.
+// The GraphQL type's documentation follows.
+//
+// A run id with no live run.
+type OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun struct {
+	Typename *string `json:"__typename"`
+	Id       string  `json:"id"`
+}
+
+// GetTypename returns OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun) GetTypename() *string {
+	return v.Typename
+}
+
+// GetId returns OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun) GetId() string { return v.Id }
+
+// OpsWatchChangesChangeFeedChangesChangeRunParentRun includes the requested fields of the GraphQL type Run.
+// The GraphQL type's documentation follows.
+//
+// A run as the engine had it at the operation's position.
+type OpsWatchChangesChangeFeedChangesChangeRunParentRun struct {
+	Typename *string `json:"__typename"`
+	Id       string  `json:"id"`
+}
+
+// GetTypename returns OpsWatchChangesChangeFeedChangesChangeRunParentRun.Typename, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRunParentRun) GetTypename() *string { return v.Typename }
+
+// GetId returns OpsWatchChangesChangeFeedChangesChangeRunParentRun.Id, and is useful for accessing the field via an interface.
+func (v *OpsWatchChangesChangeFeedChangesChangeRunParentRun) GetId() string { return v.Id }
+
+// OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot includes the requested fields of the GraphQL interface Snapshot.
+//
+// OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot is implemented by the following types:
+// OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun
+// OpsWatchChangesChangeFeedChangesChangeRunParentRun
+// The GraphQL type's documentation follows.
+//
+// What reading a run id yields.
+type OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot interface {
+	implementsGraphQLInterfaceOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun) implementsGraphQLInterfaceOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot() {
+}
+func (v *OpsWatchChangesChangeFeedChangesChangeRunParentRun) implementsGraphQLInterfaceOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot() {
+}
+
+func __unmarshalOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot(b []byte, v *OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "MissingRun":
+		*v = new(OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun)
+		return json.Unmarshal(b, *v)
+	case "Run":
+		*v = new(OpsWatchChangesChangeFeedChangesChangeRunParentRun)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Snapshot.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsWatchChangesChangeFeedChangesChangeRunParentSnapshot(v *OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun:
+		typename = "MissingRun"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsWatchChangesChangeFeedChangesChangeRunParentMissingRun
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsWatchChangesChangeFeedChangesChangeRunParentRun:
+		typename = "Run"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsWatchChangesChangeFeedChangesChangeRunParentRun
+		}{typename, v}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsWatchChangesChangeFeedChangesChangeRunParentSnapshot: "%T"`, v)
+	}
+}
+
+// OpsWatchChangesChangeFeedChangesChangeRunSnapshot includes the requested fields of the GraphQL interface Snapshot.
+//
+// OpsWatchChangesChangeFeedChangesChangeRunSnapshot is implemented by the following types:
+// OpsWatchChangesChangeFeedChangesChangeRunMissingRun
+// OpsWatchChangesChangeFeedChangesChangeRun
+// The GraphQL type's documentation follows.
+//
+// What reading a run id yields.
+type OpsWatchChangesChangeFeedChangesChangeRunSnapshot interface {
+	implementsGraphQLInterfaceOpsWatchChangesChangeFeedChangesChangeRunSnapshot()
+	// GetTypename returns the receiver's concrete GraphQL type-name (see interface doc for possible values).
+	GetTypename() *string
+}
+
+func (v *OpsWatchChangesChangeFeedChangesChangeRunMissingRun) implementsGraphQLInterfaceOpsWatchChangesChangeFeedChangesChangeRunSnapshot() {
+}
+func (v *OpsWatchChangesChangeFeedChangesChangeRun) implementsGraphQLInterfaceOpsWatchChangesChangeFeedChangesChangeRunSnapshot() {
+}
+
+func __unmarshalOpsWatchChangesChangeFeedChangesChangeRunSnapshot(b []byte, v *OpsWatchChangesChangeFeedChangesChangeRunSnapshot) error {
+	if string(b) == "null" {
+		return nil
+	}
+
+	var tn struct {
+		TypeName string `json:"__typename"`
+	}
+	err := json.Unmarshal(b, &tn)
+	if err != nil {
+		return err
+	}
+
+	switch tn.TypeName {
+	case "MissingRun":
+		*v = new(OpsWatchChangesChangeFeedChangesChangeRunMissingRun)
+		return json.Unmarshal(b, *v)
+	case "Run":
+		*v = new(OpsWatchChangesChangeFeedChangesChangeRun)
+		return json.Unmarshal(b, *v)
+	case "":
+		return fmt.Errorf(
+			"response was missing Snapshot.__typename")
+	default:
+		return fmt.Errorf(
+			`unexpected concrete type for OpsWatchChangesChangeFeedChangesChangeRunSnapshot: "%v"`, tn.TypeName)
+	}
+}
+
+func __marshalOpsWatchChangesChangeFeedChangesChangeRunSnapshot(v *OpsWatchChangesChangeFeedChangesChangeRunSnapshot) ([]byte, error) {
+
+	var typename string
+	switch v := (*v).(type) {
+	case *OpsWatchChangesChangeFeedChangesChangeRunMissingRun:
+		typename = "MissingRun"
+
+		result := struct {
+			TypeName string `json:"__typename"`
+			*OpsWatchChangesChangeFeedChangesChangeRunMissingRun
+		}{typename, v}
+		return json.Marshal(result)
+	case *OpsWatchChangesChangeFeedChangesChangeRun:
+		typename = "Run"
+
+		premarshaled, err := v.__premarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		result := struct {
+			TypeName string `json:"__typename"`
+			*__premarshalOpsWatchChangesChangeFeedChangesChangeRun
+		}{typename, premarshaled}
+		return json.Marshal(result)
+	case nil:
+		return []byte("null"), nil
+	default:
+		return nil, fmt.Errorf(
+			`unexpected concrete type for OpsWatchChangesChangeFeedChangesChangeRunSnapshot: "%T"`, v)
+	}
+}
+
+// OpsWatchResponse is returned by OpsWatch on success.
+type OpsWatchResponse struct {
+	// The change feed (see Query.changes) from since: the batch after it now,
+	// then each batch as it happens, every one starting where the last ended
+	// (its nextRevision), so that nothing is missed or repeated; resubscribe
+	// with the last nextRevision after a reconnect. SOURCE_CHANGED (the store
+	// was replaced or restored) ends the subscription: resync from 0.
+	Changes OpsWatchChangesChangeFeed `json:"changes"`
+}
+
+// GetChanges returns OpsWatchResponse.Changes, and is useful for accessing the field via an interface.
+func (v *OpsWatchResponse) GetChanges() OpsWatchChangesChangeFeed { return v.Changes }
 
 // RunFields includes the GraphQL fields of Run requested by the fragment RunFields.
 // The GraphQL type's documentation follows.
@@ -2263,6 +5081,62 @@ func __marshalRunsRunsSnapshot(v *RunsRunsSnapshot) ([]byte, error) {
 	}
 }
 
+// Where a step stands. A run step's state is derived from its latest attempt by
+// (startedAt, id); sleeps and waits store theirs. PENDING, RUNNING, RETRYING
+// and WAITING are unresolved: the run cannot get past the step yet.
+type StepState string
+
+const (
+	// A run step not attempted yet.
+	StepStatePending StepState = "PENDING"
+	// A run step whose latest attempt is in flight.
+	StepStateRunning StepState = "RUNNING"
+	// A run step whose latest attempt failed and that will be attempted again at nextAttemptAt.
+	StepStateRetrying StepState = "RETRYING"
+	// A run step whose latest attempt succeeded.
+	StepStateSucceeded StepState = "SUCCEEDED"
+	// A run step whose latest attempt failed with no further attempt: its retries are exhausted.
+	StepStateFailed StepState = "FAILED"
+	// A sleep before its wake time, or a wait whose event has not come.
+	StepStateWaiting StepState = "WAITING"
+	// A sleep that is over.
+	StepStateElapsed StepState = "ELAPSED"
+	// A wait that claimed its event (see claimedEvent).
+	StepStateSatisfied StepState = "SATISFIED"
+	// A wait that reached its timeout without an event.
+	StepStateTimedOut StepState = "TIMED_OUT"
+)
+
+var AllStepState = []StepState{
+	StepStatePending,
+	StepStateRunning,
+	StepStateRetrying,
+	StepStateSucceeded,
+	StepStateFailed,
+	StepStateWaiting,
+	StepStateElapsed,
+	StepStateSatisfied,
+	StepStateTimedOut,
+}
+
+// The kinds of step.
+type StepType string
+
+const (
+	// Runs code, once per attempt.
+	StepTypeRun StepType = "RUN"
+	// Waits until a wake time.
+	StepTypeSleep StepType = "SLEEP"
+	// Waits for an inbound event, maybe until a timeout.
+	StepTypeWait StepType = "WAIT"
+)
+
+var AllStepType = []StepType{
+	StepTypeRun,
+	StepTypeSleep,
+	StepTypeWait,
+}
+
 // What a waiting reason means: timer, approval, quota and human are kinds of their own, event and signal are SIGNAL, anything else OTHER.
 type WaitingKind string
 
@@ -2319,6 +5193,98 @@ func (v *__ListRunsInput) GetFirst() *int { return v.First }
 
 // GetAfter returns __ListRunsInput.After, and is useful for accessing the field via an interface.
 func (v *__ListRunsInput) GetAfter() *string { return v.After }
+
+// __OpsChildrenInput is used internally by genqlient
+type __OpsChildrenInput struct {
+	Id    string  `json:"id"`
+	After *string `json:"after"`
+}
+
+// GetId returns __OpsChildrenInput.Id, and is useful for accessing the field via an interface.
+func (v *__OpsChildrenInput) GetId() string { return v.Id }
+
+// GetAfter returns __OpsChildrenInput.After, and is useful for accessing the field via an interface.
+func (v *__OpsChildrenInput) GetAfter() *string { return v.After }
+
+// __OpsCountRunsInput is used internally by genqlient
+type __OpsCountRunsInput struct {
+	Filter *RunFilter `json:"filter"`
+	UpTo   *int64     `json:"upTo"`
+}
+
+// GetFilter returns __OpsCountRunsInput.Filter, and is useful for accessing the field via an interface.
+func (v *__OpsCountRunsInput) GetFilter() *RunFilter { return v.Filter }
+
+// GetUpTo returns __OpsCountRunsInput.UpTo, and is useful for accessing the field via an interface.
+func (v *__OpsCountRunsInput) GetUpTo() *int64 { return v.UpTo }
+
+// __OpsFlowsInput is used internally by genqlient
+type __OpsFlowsInput struct {
+	First  *int    `json:"first"`
+	After  *string `json:"after"`
+	Prefix *string `json:"prefix"`
+}
+
+// GetFirst returns __OpsFlowsInput.First, and is useful for accessing the field via an interface.
+func (v *__OpsFlowsInput) GetFirst() *int { return v.First }
+
+// GetAfter returns __OpsFlowsInput.After, and is useful for accessing the field via an interface.
+func (v *__OpsFlowsInput) GetAfter() *string { return v.After }
+
+// GetPrefix returns __OpsFlowsInput.Prefix, and is useful for accessing the field via an interface.
+func (v *__OpsFlowsInput) GetPrefix() *string { return v.Prefix }
+
+// __OpsGetRunInput is used internally by genqlient
+type __OpsGetRunInput struct {
+	Id string `json:"id"`
+}
+
+// GetId returns __OpsGetRunInput.Id, and is useful for accessing the field via an interface.
+func (v *__OpsGetRunInput) GetId() string { return v.Id }
+
+// __OpsListRunsInput is used internally by genqlient
+type __OpsListRunsInput struct {
+	Filter *RunFilter `json:"filter"`
+	Order  *RunOrder  `json:"order"`
+	First  *int       `json:"first"`
+	After  *string    `json:"after"`
+}
+
+// GetFilter returns __OpsListRunsInput.Filter, and is useful for accessing the field via an interface.
+func (v *__OpsListRunsInput) GetFilter() *RunFilter { return v.Filter }
+
+// GetOrder returns __OpsListRunsInput.Order, and is useful for accessing the field via an interface.
+func (v *__OpsListRunsInput) GetOrder() *RunOrder { return v.Order }
+
+// GetFirst returns __OpsListRunsInput.First, and is useful for accessing the field via an interface.
+func (v *__OpsListRunsInput) GetFirst() *int { return v.First }
+
+// GetAfter returns __OpsListRunsInput.After, and is useful for accessing the field via an interface.
+func (v *__OpsListRunsInput) GetAfter() *string { return v.After }
+
+// __OpsRunStatsInput is used internally by genqlient
+type __OpsRunStatsInput struct {
+	Filter *RunFilter `json:"filter"`
+	UpTo   *int64     `json:"upTo"`
+}
+
+// GetFilter returns __OpsRunStatsInput.Filter, and is useful for accessing the field via an interface.
+func (v *__OpsRunStatsInput) GetFilter() *RunFilter { return v.Filter }
+
+// GetUpTo returns __OpsRunStatsInput.UpTo, and is useful for accessing the field via an interface.
+func (v *__OpsRunStatsInput) GetUpTo() *int64 { return v.UpTo }
+
+// __OpsWatchInput is used internally by genqlient
+type __OpsWatchInput struct {
+	Since  int64   `json:"since"`
+	Source *string `json:"source"`
+}
+
+// GetSince returns __OpsWatchInput.Since, and is useful for accessing the field via an interface.
+func (v *__OpsWatchInput) GetSince() int64 { return v.Since }
+
+// GetSource returns __OpsWatchInput.Source, and is useful for accessing the field via an interface.
+func (v *__OpsWatchInput) GetSource() *string { return v.Source }
 
 // __RunWithChildrenInput is used internally by genqlient
 type __RunWithChildrenInput struct {
@@ -2476,6 +5442,525 @@ func ListRuns(
 	)
 
 	return data_, err_
+}
+
+// The query executed by OpsChildren.
+const OpsChildren_Operation = `
+query OpsChildren ($id: ID!, $after: String) {
+	run(id: $id) {
+		__typename
+		... on Run {
+			children(first: 200, after: $after) {
+				... OpsChildPage
+			}
+		}
+	}
+}
+fragment OpsChildPage on RunConnection {
+	nodes {
+		__typename
+		... on Run {
+			id
+			status
+		}
+	}
+	pageInfo {
+		hasNextPage
+		endCursor
+	}
+}
+`
+
+// A further page of a run's children, for their count by status.
+func OpsChildren(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	id string,
+	after *string,
+) (data_ *OpsChildrenResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsChildren",
+		Query:  OpsChildren_Operation,
+		Variables: &__OpsChildrenInput{
+			Id:    id,
+			After: after,
+		},
+	}
+
+	data_ = &OpsChildrenResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by OpsCountRuns.
+const OpsCountRuns_Operation = `
+query OpsCountRuns ($filter: RunFilter, $upTo: SafeInt) {
+	countRuns(filter: $filter, upTo: $upTo) {
+		count
+		capped
+	}
+}
+`
+
+// How many runs a filter selects, up to a bound.
+func OpsCountRuns(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	filter *RunFilter,
+	upTo *int64,
+) (data_ *OpsCountRunsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsCountRuns",
+		Query:  OpsCountRuns_Operation,
+		Variables: &__OpsCountRunsInput{
+			Filter: filter,
+			UpTo:   upTo,
+		},
+	}
+
+	data_ = &OpsCountRunsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by OpsFlows.
+const OpsFlows_Operation = `
+query OpsFlows ($first: Int, $after: String, $prefix: String) {
+	flows(first: $first, after: $after, prefix: $prefix) {
+		nodes
+		pageInfo {
+			hasNextPage
+			endCursor
+		}
+	}
+}
+`
+
+// One page of the distinct flow names.
+func OpsFlows(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	first *int,
+	after *string,
+	prefix *string,
+) (data_ *OpsFlowsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsFlows",
+		Query:  OpsFlows_Operation,
+		Variables: &__OpsFlowsInput{
+			First:  first,
+			After:  after,
+			Prefix: prefix,
+		},
+	}
+
+	data_ = &OpsFlowsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by OpsGetRun.
+const OpsGetRun_Operation = `
+query OpsGetRun ($id: ID!) {
+	run(id: $id) {
+		__typename
+		... MissingRunFields
+		... on Run {
+			... OpsRun
+			state
+			currentStep {
+				__typename
+				id
+				type
+				state
+			}
+			steps(first: 200) {
+				nodes {
+					__typename
+					id
+					type
+					state
+					createdAt
+					resolvedAt
+					... on RunStep {
+						attemptCount
+						maxAttempts
+						nextAttemptAt
+						attempts(last: 5) {
+							number
+							state
+							startedAt
+							endedAt
+							errorName
+							errorMessage
+						}
+					}
+					... on SleepStep {
+						wakeAt
+					}
+					... on WaitStep {
+						eventName
+						timeoutAt
+					}
+				}
+				pageInfo {
+					hasNextPage
+				}
+			}
+			children(first: 200) {
+				... OpsChildPage
+			}
+		}
+	}
+}
+fragment MissingRunFields on MissingRun {
+	id
+	deleted
+	deletedAtRevision
+}
+fragment OpsRun on Run {
+	id
+	revision
+	status
+	flowName
+	createdAt
+	startedAt
+	finishedAt
+	heartbeatAt
+	parentRunId
+	lineageId
+	roundOrdinal
+	owner {
+		hostId
+		pid
+		nonce
+	}
+	waiting {
+		kind
+		reason
+		wakeAt
+	}
+	cancellation {
+		requestedAt
+	}
+}
+fragment OpsChildPage on RunConnection {
+	nodes {
+		__typename
+		... on Run {
+			id
+			status
+		}
+	}
+	pageInfo {
+		hasNextPage
+		endCursor
+	}
+}
+`
+
+// One run in full: its state, steps with their latest attempts, and the
+// first page of its children.
+func OpsGetRun(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	id string,
+) (data_ *OpsGetRunResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsGetRun",
+		Query:  OpsGetRun_Operation,
+		Variables: &__OpsGetRunInput{
+			Id: id,
+		},
+	}
+
+	data_ = &OpsGetRunResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by OpsListRuns.
+const OpsListRuns_Operation = `
+query OpsListRuns ($filter: RunFilter, $order: RunOrder, $first: Int, $after: String) {
+	position {
+		source
+		revision
+	}
+	listRuns(filter: $filter, order: $order, first: $first, after: $after) {
+		edges {
+			cursor
+			node {
+				__typename
+				... OpsRun
+			}
+		}
+		pageInfo {
+			hasNextPage
+			endCursor
+		}
+	}
+}
+fragment OpsRun on Run {
+	id
+	revision
+	status
+	flowName
+	createdAt
+	startedAt
+	finishedAt
+	heartbeatAt
+	parentRunId
+	lineageId
+	roundOrdinal
+	owner {
+		hostId
+		pid
+		nonce
+	}
+	waiting {
+		kind
+		reason
+		wakeAt
+	}
+	cancellation {
+		requestedAt
+	}
+}
+`
+
+// One page of runs by filter, at one position.
+func OpsListRuns(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	filter *RunFilter,
+	order *RunOrder,
+	first *int,
+	after *string,
+) (data_ *OpsListRunsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsListRuns",
+		Query:  OpsListRuns_Operation,
+		Variables: &__OpsListRunsInput{
+			Filter: filter,
+			Order:  order,
+			First:  first,
+			After:  after,
+		},
+	}
+
+	data_ = &OpsListRunsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by OpsPosition.
+const OpsPosition_Operation = `
+query OpsPosition {
+	position {
+		source
+		revision
+	}
+}
+`
+
+// The store's position: where a watch starts from now.
+func OpsPosition(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *OpsPositionResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsPosition",
+		Query:  OpsPosition_Operation,
+	}
+
+	data_ = &OpsPositionResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by OpsRunStats.
+const OpsRunStats_Operation = `
+query OpsRunStats ($filter: RunFilter, $upTo: SafeInt) {
+	runStats(filter: $filter, upTo: $upTo) {
+		status
+		count
+		capped
+	}
+}
+`
+
+// How many runs a filter selects, status by status, at one position.
+func OpsRunStats(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	filter *RunFilter,
+	upTo *int64,
+) (data_ *OpsRunStatsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsRunStats",
+		Query:  OpsRunStats_Operation,
+		Variables: &__OpsRunStatsInput{
+			Filter: filter,
+			UpTo:   upTo,
+		},
+	}
+
+	data_ = &OpsRunStatsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The subscription executed by OpsWatch.
+const OpsWatch_Operation = `
+subscription OpsWatch ($since: SafeInt!, $source: String) {
+	changes(since: $since, source: $source) {
+		nextRevision
+		changes {
+			runId
+			revision
+			deleted
+			run {
+				__typename
+				... OpsRun
+				... on Run {
+					parent {
+						__typename
+						... on Run {
+							id
+						}
+						... on MissingRun {
+							id
+						}
+					}
+				}
+			}
+		}
+	}
+}
+fragment OpsRun on Run {
+	id
+	revision
+	status
+	flowName
+	createdAt
+	startedAt
+	finishedAt
+	heartbeatAt
+	parentRunId
+	lineageId
+	roundOrdinal
+	owner {
+		hostId
+		pid
+		nonce
+	}
+	waiting {
+		kind
+		reason
+		wakeAt
+	}
+	cancellation {
+		requestedAt
+	}
+}
+`
+
+// The change feed from since, batch by batch as it happens, with each
+// changed run as the command line lists it and its effective parent.
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func OpsWatch(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	since int64,
+	source *string,
+) (dataChan_ chan OpsWatchWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "OpsWatch",
+		Query:  OpsWatch_Operation,
+		Variables: &__OpsWatchInput{
+			Since:  since,
+			Source: source,
+		},
+	}
+
+	dataChan_ = make(chan OpsWatchWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, OpsWatchForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type OpsWatchWsResponse graphql.BaseResponse[*OpsWatchResponse]
+
+func OpsWatchForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp OpsWatchWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan OpsWatchWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan OpsWatchWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
 }
 
 // The query executed by RunWithChildren.
