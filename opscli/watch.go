@@ -87,8 +87,10 @@ func (a *app) watch(ctx context.Context, cmd *cli.Command) error {
 		if ctx.Err() != nil {
 			return nil // interrupted: the watch is done
 		}
+		// What passes (a server starting, busy or behind) is retried; what
+		// the API says of the request itself ends the watch.
 		var api *apiError
-		if errors.As(err, &api) && !slices.Contains([]string{"TIMEOUT", "PERSISTENCE_FAILED", "STALE", "HTTP 502", "HTTP 503", "HTTP 504"}, api.code) {
+		if errors.As(err, &api) && !slices.Contains(retried, api.code) {
 			return err
 		}
 		fmt.Fprintf(a.o.stderr(), "flowsnap: %v; resuming after revision %d in %s\n", err, at.since, retry)
@@ -99,6 +101,9 @@ func (a *app) watch(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 }
+
+// retried are the codes of refusals that pass: watch subscribes again.
+var retried = []string{"UNAVAILABLE", "TIMEOUT", "PERSISTENCE_FAILED", "STALE", "SUBSCRIPTION_LIMIT", "HTTP 502", "HTTP 503", "HTTP 504"}
 
 // errEnded is a feed the server ended: on shutdown, say.
 var errEnded = errors.New("the server ended the change feed")
