@@ -103,6 +103,26 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 		bind(b, &cli.DurationFlag{Name: "stale-wait", Value: snapshot.DefaultStaleWait, Usage: "how long a read waits for a replica to reach the revision a client asked for"}, &o.replica.staleWait),
 		bind(b, &cli.BoolFlag{Name: "stale-from-primary", Value: true, Usage: "after --stale-wait, read the primary; false answers STALE instead"}, &o.replica.staleFromPrimary),
 		bind(b, &cli.DurationFlag{Name: "replica-check-interval", Value: time.Second, Usage: "how often replicas' health and lag are checked"}, &o.replica.checkInterval),
+		bind(b, &cli.StringFlag{Name: "max-replica-lag", Value: formatMaxLag(snapshot.DefaultMaxLag), Usage: "how far behind the primary a replica may be and still be read: revisions (1000), time (5s) or both (1000,5s); off for no bound",
+			Validator: func(v string) error {
+				_, err := parseMaxLag(v)
+				return err
+			}}, &o.replica.maxLag),
+		bind(b, &cli.StringSliceFlag{Name: "allowed-hosts", Usage: "a host name requests may be addressed to besides loopback's and the listen address's (repeatable; * for any); others are answered 421"}, &o.allowedHosts),
+		bind(b, &cli.DurationFlag{Name: "statement-timeout", Value: 2 * time.Second, Usage: "the longest one list or count statement may run before it ends with TIMEOUT (0: only --timeout bounds it)",
+			Validator: func(v time.Duration) error {
+				if v < 0 {
+					return fmt.Errorf("--statement-timeout %s: want 0 or more", v)
+				}
+				return nil
+			}}, &o.statementTimeout),
+		bind(b, &cli.IntFlag{Name: "expensive-reads", Usage: "how many list and count statements run at once; others wait up to --statement-timeout for a turn", DefaultText: "a quarter of --max-readers, at least 1",
+			Validator: func(v int) error {
+				if v < 0 {
+					return fmt.Errorf("--expensive-reads %d: want 0 or more", v)
+				}
+				return nil
+			}}, &o.expensiveReads),
 		bind(b, &cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)"}, &o.replica.pgExecMode),
 	}, b.limitFlags(&o.limits)...)
 }

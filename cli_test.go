@@ -15,7 +15,8 @@ import (
 func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 	serve := []string{"addr", "timeout", "complexity-limit", "max-depth", "introspection", "run-cache-mb", "max-readers",
 		"cors-origin", "log-format", "stale-after", "stats-interval", "stats-max-flows", "live-interval", "max-subscriptions", "debug-addr", "gc-percent",
-		"replica", "stale-wait", "stale-from-primary", "replica-check-interval", "pg-exec-mode",
+		"replica", "stale-wait", "stale-from-primary", "replica-check-interval", "max-replica-lag", "allowed-hosts",
+		"statement-timeout", "expensive-reads", "pg-exec-mode",
 		"max-tokens", "max-nodes", "max-fields", "max-same-name", "max-aliases", "max-errors", "max-body-bytes",
 		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent"}
 	want := map[string][]string{
@@ -39,6 +40,8 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"debug-addr": "FLOWSNAP_DEBUG_ADDR", "gc-percent": "FLOWSNAP_GC_PERCENT", "replica": "FLOWSNAP_REPLICA",
 		"stale-wait": "FLOWSNAP_STALE_WAIT", "stale-from-primary": "FLOWSNAP_STALE_FROM_PRIMARY",
 		"replica-check-interval": "FLOWSNAP_REPLICA_CHECK_INTERVAL", "pg-exec-mode": "FLOWSNAP_PG_EXEC_MODE",
+		"max-replica-lag": "FLOWSNAP_MAX_REPLICA_LAG", "allowed-hosts": "FLOWSNAP_ALLOWED_HOSTS",
+		"statement-timeout": "FLOWSNAP_STATEMENT_TIMEOUT", "expensive-reads": "FLOWSNAP_EXPENSIVE_READS",
 		"max-tokens": "FLOWSNAP_MAX_TOKENS", "max-nodes": "FLOWSNAP_MAX_NODES", "max-fields": "FLOWSNAP_MAX_FIELDS",
 		"max-same-name": "FLOWSNAP_MAX_SAME_NAME", "max-aliases": "FLOWSNAP_MAX_ALIASES", "max-errors": "FLOWSNAP_MAX_ERRORS",
 		"max-body-bytes": "FLOWSNAP_MAX_BODY_BYTES", "max-response-bytes": "FLOWSNAP_MAX_RESPONSE_BYTES",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"expvar"
 	"fmt"
@@ -10,7 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"regexp"
 	"runtime/metrics"
+	"strings"
 	"time"
 )
 
@@ -22,11 +26,16 @@ import (
 func debugHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, _ *http.Request) {
+		// pprof.Cmdline, with passwords redacted.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, strings.Join(redactedArgs(), "\x00"))
+	})
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.Handle("/debug/vars", expvar.Handler())
+	mux.HandleFunc("/debug/vars", debugVars)
 	mux.HandleFunc("GET /debug/runtime-metrics", func(w http.ResponseWriter, _ *http.Request) {
 		descs := metrics.All()
 		samples := make([]metrics.Sample, len(descs))
@@ -52,6 +61,51 @@ func debugHandler() http.Handler {
 		}
 	})
 	return mux
+}
+
+// passwordInURL is the password of a URL's userinfo (scheme://user:password@),
+// and passwordParam a password given as a parameter (password=…), as a DSN
+// may carry either.
+var (
+	passwordInURL = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]*@`)
+	passwordParam = regexp.MustCompile(`(?i)(password=)[^&\s]*`)
+)
+
+// redactPasswords replaces every password a DSN in s may carry.
+func redactPasswords(s string) string {
+	s = passwordInURL.ReplaceAllString(s, "${1}REDACTED@")
+	return passwordParam.ReplaceAllString(s, "${1}REDACTED")
+}
+
+// redactedArgs is the command line with its passwords redacted: a --db or
+// --replica flag carries a DSN.
+func redactedArgs() []string {
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		args[i] = redactPasswords(a)
+	}
+	return args
+}
+
+// debugVars is expvar's /debug/vars with the command line's passwords
+// redacted.
+func debugVars(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = io.WriteString(w, "{\n")
+	first := true
+	expvar.Do(func(kv expvar.KeyValue) {
+		if !first {
+			_, _ = io.WriteString(w, ",\n")
+		}
+		first = false
+		v := kv.Value.String()
+		if kv.Key == "cmdline" {
+			b, _ := json.Marshal(redactedArgs())
+			v = string(b)
+		}
+		fmt.Fprintf(w, "%q: %s", kv.Key, v)
+	})
+	_, _ = io.WriteString(w, "\n}\n")
 }
 
 // serveDebug listens on addr and serves debugHandler until ctx ends; it

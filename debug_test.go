@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -84,5 +87,30 @@ func TestDebugAddrIsOffByDefault(t *testing.T) {
 	}
 	if strings.Contains(out, "debug endpoints") {
 		t.Errorf("debug endpoints opened without --debug-addr:\n%s", out)
+	}
+}
+
+func TestTheDebugEndpointsNeverShowAPassword(t *testing.T) {
+	// The command line as a server started with credentials in its DSNs
+	// would have it.
+	saved := os.Args
+	t.Cleanup(func() { os.Args = saved })
+	os.Args = []string{"flowsnap", "serve", "--db", "postgres://flowsnap:s3cret-url@db.internal:5432/engine?sslmode=disable",
+		"--replica=postgresql://reader:s3cret-replica@standby/engine", "--db", "host=db user=x password=s3cret-kv dbname=engine"}
+	srv := httptest.NewServer(debugHandler())
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/debug/vars", "/debug/pprof/cmdline"} {
+		code, body := httpGet(t, srv.URL+path)
+		if code != 200 || !strings.Contains(body, "db.internal") || !strings.Contains(body, "REDACTED") {
+			t.Fatalf("GET %s = %d, without the redacted command line:\n%.500s", path, code, body)
+		}
+		if strings.Contains(body, "s3cret") {
+			t.Errorf("GET %s shows a password:\n%.2000s", path, body)
+		}
+	}
+	_, vars := httpGet(t, srv.URL+"/debug/vars")
+	var parsed map[string]any
+	if err := json.Unmarshal([]byte(vars), &parsed); err != nil || parsed["memstats"] == nil {
+		t.Errorf("/debug/vars is not expvar's JSON: %v", err)
 	}
 }

@@ -56,6 +56,14 @@ type serveOptions struct {
 	// collector's percent from it (package gcpace).
 	gcPercent int
 	gcPace    func()
+	// statementTimeout bounds each list and count statement, and
+	// expensiveReads how many of them run at once (0: a quarter of the
+	// readers).
+	statementTimeout time.Duration
+	expensiveReads   int
+	// allowedHosts are the Host names answered besides loopback's and the
+	// listen address's (hostGuard).
+	allowedHosts []string
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 	// getenv is the environment tracing is configured from (OTEL_*).
@@ -138,6 +146,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		reader.SetRunCache(opts.runCacheMB << 20)
 	}
 	reader.OnRead = metrics.ObserveRead
+	lane := opts.expensiveReads
+	if lane <= 0 {
+		lane = snapshot.DefaultLane(db.MaxReaders())
+	}
+	reader.SetStatementLimit(opts.statementTimeout, lane)
 	replicas, err := openReplicas(ctx, reader, opts)
 	if err != nil {
 		return err
@@ -146,6 +159,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go reader.WatchReplicas(watchCtx)
+	// The cost of a list its index cannot serve is the store's runs.
+	go reader.KeepRunEstimate(watchCtx, 30*time.Second)
 	liveMetrics := live.NewMetrics()
 	watcher := live.New(reader, live.Options{
 		Interval: opts.liveInterval, MaxSubscriptions: opts.maxSubscriptions,
@@ -201,7 +216,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return fmt.Errorf("listening on %s: %w", opts.addr, err)
 	}
 	srv := &http.Server{
-		Handler:           telemetry.Middleware(mux, opts.tracing, traced),
+		Handler:           newHostGuard(telemetry.Middleware(mux, opts.tracing, traced), opts.allowedHosts, opts.addr, ln.Addr().String()),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      opts.timeout + 15*time.Second,

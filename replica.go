@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,50 @@ type replicaOptions struct {
 	staleFromPrimary bool
 	checkInterval    time.Duration
 	pgExecMode       string
+	// maxLag is --max-replica-lag as given (parseMaxLag).
+	maxLag string
+}
+
+// parseMaxLag reads --max-replica-lag: a count of revisions, a duration,
+// or both, comma-separated; off (or 0) for no bound.
+func parseMaxLag(v string) (snapshot.MaxLag, error) {
+	var m snapshot.MaxLag
+	bad := func() (snapshot.MaxLag, error) {
+		return snapshot.MaxLag{}, fmt.Errorf("--max-replica-lag %q: want revisions (1000), a duration (5s), both (1000,5s), or off", v)
+	}
+	if t := strings.TrimSpace(v); t == "off" || t == "0" {
+		return m, nil
+	}
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if n, err := strconv.ParseInt(part, 10, 64); err == nil {
+			if n <= 0 || m.Revisions != 0 {
+				return bad()
+			}
+			m.Revisions = n
+			continue
+		}
+		d, err := time.ParseDuration(part)
+		if err != nil || d <= 0 || m.Time != 0 {
+			return bad()
+		}
+		m.Time = d
+	}
+	return m, nil
+}
+
+func formatMaxLag(m snapshot.MaxLag) string {
+	var parts []string
+	if m.Revisions > 0 {
+		parts = append(parts, strconv.FormatInt(m.Revisions, 10))
+	}
+	if m.Time > 0 {
+		parts = append(parts, m.Time.String())
+	}
+	if len(parts) == 0 {
+		return "off"
+	}
+	return strings.Join(parts, ",")
 }
 
 // openReplicas opens the replicas read-only, without waiting for them to
@@ -58,8 +103,14 @@ func openReplicas(ctx context.Context, reader *snapshot.Reader, opts serveOption
 		}
 		dbs = append(dbs, db)
 	}
-	err := reader.UseReplicas(ctx, dbs, snapshot.ReplicaOptions{
+	maxLag, err := parseMaxLag(ro.maxLag)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	err = reader.UseReplicas(ctx, dbs, snapshot.ReplicaOptions{
 		StaleWait: ro.staleWait, StaleFromPrimary: ro.staleFromPrimary, CheckInterval: ro.checkInterval,
+		MaxLag: maxLag,
 	})
 	if err != nil {
 		closeAll()
@@ -95,12 +146,14 @@ var (
 	replicaHealthyDesc  = prometheus.NewDesc("flowsnap_replica_healthy", "1 when reads may go to the replica, else 0.", []string{"replica"}, nil)
 	replicaRevisionDesc = prometheus.NewDesc("flowsnap_replica_revision", "The store revision the replica was last seen at.", []string{"replica"}, nil)
 	replicaLagDesc      = prometheus.NewDesc("flowsnap_replica_lag_revisions", "The primary's revision minus the replica's (-1 when unknown).", []string{"replica"}, nil)
+	replicaLagTimeDesc  = prometheus.NewDesc("flowsnap_replica_lag_seconds", "How long ago the primary was first seen at a revision the replica has not reached (0 when it has, or when unknown).", []string{"replica"}, nil)
 )
 
 func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaHealthyDesc
 	ch <- replicaRevisionDesc
 	ch <- replicaLagDesc
+	ch <- replicaLagTimeDesc
 }
 
 func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
@@ -113,5 +166,6 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(replicaHealthyDesc, prometheus.GaugeValue, healthy, name)
 		ch <- prometheus.MustNewConstMetric(replicaRevisionDesc, prometheus.GaugeValue, float64(st.Revision), name)
 		ch <- prometheus.MustNewConstMetric(replicaLagDesc, prometheus.GaugeValue, float64(st.Lag), name)
+		ch <- prometheus.MustNewConstMetric(replicaLagTimeDesc, prometheus.GaugeValue, st.LagTime.Seconds(), name)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/pgreplica"
 	"github.com/flowsnap/flowsnap/store/storetest"
@@ -420,5 +422,169 @@ func TestReplicaFlagsHaveEnvironmentTwins(t *testing.T) {
 			t.Fatalf("FLOWSNAP_REPLICA with two replicas: /readyz says\n%s", body)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// positionEvents subscribes to the store's position over Server-Sent Events
+// and sends the revision of every event on the channel it returns.
+func positionEvents(t *testing.T, base string) <-chan int64 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	body := `{"query":"subscription { position { revision } }"}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/graphql", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan int64, 1000)
+	go func() {
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev struct {
+				Data struct {
+					Position struct{ Revision int64 } `json:"position"`
+				} `json:"data"`
+			}
+			if json.Unmarshal([]byte(data), &ev) == nil && ev.Data.Position.Revision > 0 {
+				out <- ev.Data.Position.Revision
+			}
+		}
+	}()
+	return out
+}
+
+// eventually polls cond every 20ms until it holds or within passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, got := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not within %s; last saw:\n%s", what, within, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAReplicaPastTheLagBoundIsLeftForThePrimary(t *testing.T) {
+	r := newReplicated(t)
+	// The environment twin sets the bound: 3 revisions.
+	env := map[string]string{"FLOWSNAP_MAX_REPLICA_LAG": "3"}
+	addr, stop := startServe(t, func(k string) string { return env[k] },
+		"--db", r.primary, "--replica", r.standby, "--replica-check-interval", "20ms", "--stale-wait", "5s", "--live-interval", "20ms")
+	t.Cleanup(func() { _ = stop() })
+	base := "http://" + addr
+	behind := r.revision(t)
+	// Until the server has read the store once, a subscription is refused
+	// as UNAVAILABLE; subscribe again until one sees its first event.
+	var events <-chan int64
+	eventually(t, 10*time.Second, "a first event", func() (bool, string) {
+		events = positionEvents(t, base)
+		select {
+		case got := <-events:
+			return got == behind, fmt.Sprintf("revision %d, want %d", got, behind)
+		case <-time.After(time.Second):
+			return false, "none"
+		}
+	})
+	r.pause(t)
+	t.Cleanup(func() { r.resume(t) })
+	r.addChild(t)
+	r.addChild(t)
+	ahead := r.revision(t)
+	if ahead-behind <= 3 {
+		t.Fatalf("the primary moved %d revisions; the test needs more than the bound", ahead-behind)
+	}
+	eventually(t, 5*time.Second, "the lagging standby reported unhealthy", func() (bool, string) {
+		_, body := httpGet(t, base+"/readyz")
+		_, metrics := httpGet(t, base+"/metrics")
+		m := grepLines(metrics, "flowsnap_replica")
+		want := fmt.Sprintf("unhealthy: it lags %d revisions behind the primary, more than the bound of 3", ahead-behind)
+		return strings.Contains(body, want) &&
+			strings.Contains(m, `flowsnap_replica_healthy{replica="1"} 0`) &&
+			strings.Contains(m, fmt.Sprintf(`flowsnap_replica_lag_revisions{replica="1"} %d`, ahead-behind)), body + m
+	})
+	if got := post(t, base, positionQuery, -1, nil).revision(t); got != ahead {
+		t.Errorf("a read without a minimum answered at revision %d, the lagging standby's; want the primary's %d", got, ahead)
+	}
+	start := time.Now()
+	if got := post(t, base, positionQuery, ahead, nil).revision(t); got != ahead {
+		t.Errorf("a read with minimum %d answered at %d", ahead, got)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a read with a minimum waited %s for the lagging standby (--stale-wait 5s)", took)
+	}
+	timeout := time.After(5 * time.Second)
+	for got := int64(0); got < ahead; {
+		select {
+		case got = <-events:
+		case <-timeout:
+			t.Fatalf("the subscription saw nothing past revision %d within 5s; the primary is at %d", got, ahead)
+		}
+	}
+	r.resume(t)
+	r.caughtUp(t)
+	eventually(t, 10*time.Second, "the standby healthy again once caught up", func() (bool, string) {
+		_, body := httpGet(t, base+"/readyz")
+		return strings.Contains(body, ": healthy"), body
+	})
+}
+
+func TestAReplicaLaggingLongerThanTheTimeBoundIsLeftForThePrimary(t *testing.T) {
+	r := newReplicated(t)
+	base := r.serve(t, "--max-replica-lag", "1000,300ms")
+	r.pause(t)
+	t.Cleanup(func() { r.resume(t) })
+	r.addChild(t)
+	ahead := r.revision(t)
+	eventually(t, 5*time.Second, "reads on the primary once the standby lags past 300ms", func() (bool, string) {
+		a := post(t, base, positionQuery, -1, nil)
+		_, body := httpGet(t, base+"/readyz")
+		return a.revision(t) == ahead && strings.Contains(body, "more than the bound of 300ms"), body
+	})
+	_, metrics := httpGet(t, base+"/metrics")
+	if !strings.Contains(metrics, `flowsnap_replica_lag_seconds{replica="1"} `) || strings.Contains(metrics, `flowsnap_replica_lag_seconds{replica="1"} 0`+"\n") {
+		t.Errorf("the lag in time is not reported:\n%s", grepLines(metrics, "flowsnap_replica_lag"))
+	}
+}
+
+func TestMaxReplicaLagIsCheckedWhenParsed(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want snapshot.MaxLag
+		bad  bool
+	}{
+		{in: "1000", want: snapshot.MaxLag{Revisions: 1000}},
+		{in: "5s", want: snapshot.MaxLag{Time: 5 * time.Second}},
+		{in: "1000, 5s", want: snapshot.MaxLag{Revisions: 1000, Time: 5 * time.Second}},
+		{in: "off"},
+		{in: "0"},
+		{in: "-1", bad: true},
+		{in: "5s,6s", bad: true},
+		{in: "ten", bad: true},
+		{in: "", bad: true},
+	} {
+		got, err := parseMaxLag(c.in)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("parseMaxLag(%q) = %+v, %v", c.in, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--max-replica-lag") {
+			t.Errorf("parseMaxLag(%q): %v does not name the flag", c.in, err)
+		}
+	}
+	out, err := runCmd(t, noEnv, "serve", "--db", "x.db", "--max-replica-lag", "soon")
+	if err == nil || !strings.Contains(err.Error()+out, "--max-replica-lag") {
+		t.Errorf("serve --max-replica-lag soon: %v\n%s", err, out)
 	}
 }

@@ -60,6 +60,13 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer rec.ReleaseSlot()
 	ctx = record.With(ctx, rec)
 	r = r.WithContext(ctx)
+	// The answer's content type, and its status, depend on Accept; a GET
+	// answer is a snapshot of a store that moves on, which a cache keeps
+	// only to revalidate it by its ETag (docs/contract.md#client-conventions).
+	w.Header().Add("Vary", "Accept")
+	if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" {
+		w.Header().Set("Cache-Control", "no-cache")
+	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK, rec: rec}
 	defer sw.finish()
 	if r.Header.Get("Upgrade") != "" {

@@ -55,7 +55,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	if !opts.DisableIntrospection {
 		srv.Use(extension.Introspection{})
 	}
-	srv.Use(shapeLimit{es: es, opts: opts})
+	srv.Use(shapeLimit{es: es, opts: opts, source: reader.Source})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		rh := operation(ctx, next, reader, planner, opts)
 		return func(ctx context.Context) *graphql.Response {
@@ -74,7 +74,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		return resp
 	})
 	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, planner: planner, opts: opts, pool: pool, guard: guard, limiter: newLogLimiter(10),
-		shape: shapeLimit{es: es, opts: opts}, cached: newCachedExecutor(es, opts), recover: graph.Recoverer(opts.Logger)})
+		shape: shapeLimit{es: es, opts: opts, source: reader.Source}, cached: newCachedExecutor(es, opts), recover: graph.Recoverer(opts.Logger)})
 }
 
 // addLiveTransports adds the subscription transports. They come before GET

@@ -22,6 +22,9 @@ import (
 type shapeLimit struct {
 	es   graphql.ExecutableSchema
 	opts Options
+	// source is the store's source once known, so that a cursor of
+	// another store is not taken for a minimum revision (argumentRevision).
+	source func() string
 }
 
 var (
@@ -48,6 +51,9 @@ func (l shapeLimit) MutateOperationContext(ctx context.Context, rc *graphql.Oper
 		return timeoutError(ctx, l.opts)
 	}
 	w := operationWalk{ctx: ctx, es: l.es, schema: l.es.Schema(), vars: rc.Variables, fragments: map[string]*measure{}}
+	if l.source != nil {
+		w.source = l.source()
+	}
 	m := w.set(rc.Operation.SelectionSet)
 	rc.Stats.SetExtension(minRevisionKey, m.minRevision)
 	switch {
@@ -97,6 +103,8 @@ type measure struct {
 // (connections first × their selection); meta-fields (__typename,
 // introspection) cost nothing, though their depth and aliases count.
 type operationWalk struct {
+	// source is the store's source, or "" while unknown.
+	source string
 	ctx    context.Context
 	es     graphql.ExecutableSchema
 	schema *ast.Schema
@@ -146,7 +154,7 @@ func (w *operationWalk) field(f *ast.Field) measure {
 	if f.Alias != "" && f.Alias != f.Name {
 		m.aliases = safeAdd(m.aliases, 1)
 	}
-	m.minRevision = max(m.minRevision, argumentRevision(f, w.vars))
+	m.minRevision = max(m.minRevision, argumentRevision(f, w.vars, w.source))
 	m.cost = 0
 	if len(f.Name) >= 2 && f.Name[:2] == "__" || f.Definition == nil || f.ObjectDefinition == nil {
 		return m

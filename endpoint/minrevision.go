@@ -78,14 +78,16 @@ const minRevisionKey = "flowsnap.minRevision"
 
 // argumentRevision is the least revision f's own arguments ask for: the
 // revision of the cursor it continues after (any argument named after), or
-// the since of a changes field; 0 for none. A malformed cursor is left to
-// the field that reads it.
-func argumentRevision(f *ast.Field, vars map[string]any) int64 {
+// the since of a changes field; 0 for none. A malformed cursor, and one of
+// another store than source (when known), are left to the field that reads
+// them, which refuses the latter as a cursor of another store rather than
+// waiting for a revision this store may never reach.
+func argumentRevision(f *ast.Field, vars map[string]any, source string) int64 {
 	var min int64
 	if a := f.Arguments.ForName("after"); a != nil && a.Value != nil {
 		if v, err := a.Value.Value(vars); err == nil {
 			if str, ok := v.(string); ok && str != "" {
-				if c, err := cursor.Decode(str); err == nil {
+				if c, err := cursor.Decode(str); err == nil && (source == "" || c.Source == source) {
 					min = c.Revision
 				}
 			}

@@ -10,8 +10,10 @@ import (
 // operation reads.
 
 // setComplexity gives connections and batches their real cost: a page costs
-// its size times its selection, a batch its length times its selection.
-func setComplexity(c *ComplexityRoot) {
+// its size times its selection, a batch its length times its selection, and
+// a list or count also the index entries it will walk (reader's cost model,
+// docs/contract.md#cost-model; reader may be nil when no store is read).
+func setComplexity(c *ComplexityRoot, reader *snapshot.Reader) {
 	page := func(child int, first *int) int {
 		n := snapshot.DefaultPageSize
 		if first != nil && *first > 0 {
@@ -23,7 +25,7 @@ func setComplexity(c *ComplexityRoot) {
 	c.Run.Rounds = func(child int, first *int, _ *string) int { return page(child, first) }
 	c.Query.Runs = func(child int, ids []string) int { return BatchCost(child, len(ids)) }
 	journalComplexity(c, page)
-	findComplexity(c)
+	findComplexity(c, reader)
 	activityComplexity(c)
 }
 
@@ -43,8 +45,17 @@ func journalComplexity(c *ComplexityRoot, page func(child int, first *int) int) 
 }
 
 // findComplexity gives the change feed and the run lists their real cost: a
-// batch or page costs its size times its selection.
-func findComplexity(c *ComplexityRoot) {
+// batch or page costs its size times its selection, and a list or a count
+// the index entries it walks beyond what it returns (snapshot.ScanOf): the
+// change feed's walk stops after its page, a list's or count's only when
+// its index serves every term of its filter.
+func findComplexity(c *ComplexityRoot, reader *snapshot.Reader) {
+	// An event of the changes subscription is a batch of up to
+	// changesBatch changes: it costs what the query of that page does, so
+	// that the complexity limit bounds every event as it bounds a query.
+	c.Subscription.Changes = func(child int, _ int64, _ *string) int {
+		return 1 + changesBatch*child
+	}
 	c.Query.Changes = func(child int, _ int64, _ *string, first *int) int {
 		n := snapshot.DefaultChangesSize
 		if first != nil && *first > 0 {
@@ -52,17 +63,27 @@ func findComplexity(c *ComplexityRoot) {
 		}
 		return 1 + n*child
 	}
-	c.Query.ListRuns = func(child int, _ *snapshot.RunFilter, _ *snapshot.RunOrder, first *int, _ *string) int {
+	c.Query.ListRuns = func(child int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, _ *string) int {
 		n := snapshot.DefaultPageSize
 		if first != nil && *first > 0 {
 			n = *first
 		}
-		return 1 + n*child
+		var f snapshot.RunFilter
+		if filter != nil {
+			f = *filter
+		}
+		o := snapshot.NewestFirst
+		if order != nil {
+			o = *order
+		}
+		return reader.ListCost(f, o, n, child)
 	}
-	// A count reads up to upTo index entries: a hundred of them cost what
-	// one run does.
-	c.Query.CountRuns = func(child int, _ *snapshot.RunFilter, upTo *int64) int {
-		return countCost(upTo)
+	// A count reads up to upTo index entries per branch (a hundred of them
+	// cost what one run does), or its whole range when its index cannot
+	// serve its filter.
+	c.Query.CountRuns = func(child int, filter *snapshot.RunFilter, upTo *int64) int {
+		f, n := countArgs(filter, upTo)
+		return reader.CountCost(f, min(max(n, 0), snapshot.MaxCountUpTo))
 	}
 	// runStats is one bounded count per status it counts
 	// (docs/contract.md#ops-api).

@@ -18,7 +18,7 @@ import (
 // reader, with the real cost of the fields that read many values.
 func NewSchema(reader *snapshot.Reader) graphql.ExecutableSchema {
 	cfg := Config{Resolvers: &Resolver{Reader: reader}}
-	setComplexity(&cfg.Complexity)
+	setComplexity(&cfg.Complexity, reader)
 	return NewExecutableSchema(cfg)
 }
 

@@ -127,7 +127,9 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 						return
 					}
 					rev, reset := st.sub.Take()
-					if reset {
+					if reset || st.sub.Failure() {
+						// Read now: after a reset at whatever the store
+						// holds, after a failure to send its error.
 						break
 					}
 					if rev > last {

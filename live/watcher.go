@@ -66,7 +66,16 @@ type Watcher struct {
 	source string
 	seen   bool
 	ready  chan struct{} // closed at the first successful tick
+	// failing says the last tick failed; warned is when a failure was
+	// last logged, and quiet how many were not logged since.
+	failing bool
+	warned  time.Time
+	quiet   int
 }
+
+// warnEvery is how often the watcher logs that it cannot read the store,
+// however often it tries.
+const warnEvery = 30 * time.Second
 
 // New returns a Watcher of reader's store. It watches nothing until Run.
 func New(reader *snapshot.Reader, opts Options) *Watcher {
@@ -135,6 +144,7 @@ func (w *Watcher) tick(ctx context.Context) {
 	}
 	switch {
 	case err == nil:
+		w.recovered()
 		w.dispatch(pos, changes)
 	case ctx.Err() != nil:
 	case fault.CodeOf(err) == fault.Stale:
@@ -142,7 +152,42 @@ func (w *Watcher) tick(ctx context.Context) {
 		// not read: nothing newer to tell of yet.
 		w.opts.Logger.Debug("live: no replica has reached the dispatched revision", slog.Int64("revision", min), slog.Any("error", err))
 	default:
-		w.opts.Logger.Warn("live: reading the store's revision failed", slog.Any("error", err))
+		w.failed(err)
+	}
+}
+
+// failed logs a failed tick, once per warnEvery at most, and, when the
+// store has just become unreadable, has every subscriber read it now, so
+// that each gets the error as an event rather than silence.
+func (w *Watcher) failed(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.failing && w.seen {
+		for s := range w.all {
+			s.fail()
+		}
+		for _, subs := range w.byRun {
+			for s := range subs {
+				s.fail()
+			}
+		}
+	}
+	w.failing = true
+	if time.Since(w.warned) < warnEvery {
+		w.quiet++
+		return
+	}
+	w.opts.Logger.Warn("live: reading the store's revision failed", slog.Any("error", err), slog.Int("unlogged", w.quiet))
+	w.warned, w.quiet = time.Now(), 0
+}
+
+// recovered logs that the store can be read again after failed ticks.
+func (w *Watcher) recovered() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failing {
+		w.opts.Logger.Info("live: the store can be read again", slog.Int("unlogged", w.quiet))
+		w.failing, w.warned, w.quiet = false, time.Time{}, 0
 	}
 }
 
@@ -277,6 +322,8 @@ type Sub struct {
 	pending int64
 	from    int64
 	reset   bool
+	// failure says the store became unreadable since the last Failure.
+	failure bool
 	ended   bool
 	closed  bool
 }
@@ -344,6 +391,27 @@ func (s *Sub) notify(revision int64, reset bool) {
 			m.coalesced.Inc()
 		}
 	}
+}
+
+// fail is called with w.mu held.
+func (s *Sub) fail() {
+	s.mu.Lock()
+	s.failure = true
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Failure reports, once, that the store became unreadable since it was
+// last asked: the subscriber should read now, and send the read's error.
+func (s *Sub) Failure() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.failure
+	s.failure = false
+	return f
 }
 
 // end is called with w.mu held.

@@ -29,7 +29,7 @@ Examples:
    flowsnap runs count --flow billing --status failed --finished-after 24h`,
 		OnUsageError: onUsageError,
 		Flags: append(filterFlags(),
-			outputFlag("table or json", "json"),
+			a.outputFlag("table or json", "json"),
 			&cli.StringFlag{Name: "by", Usage: "count by `status` (the one grouping there is)"},
 			&cli.Int64Flag{Name: "up-to", Value: 10_000, Usage: "count up to `N` (0..1000000): the cost of a count"},
 		),
@@ -135,7 +135,7 @@ Examples:
 		OnUsageError: onUsageError,
 		Flags: append(global,
 			&cli.StringFlag{Name: "prefix", Usage: "only the flows whose name begins with `P`"},
-			outputFlag("table or json", "json"),
+			a.outputFlag("table or json", "json"),
 		),
 		Action: a.flows,
 	}

@@ -34,7 +34,7 @@ Examples:
    flowsnap runs get run-000123
    flowsnap runs get run-000123 -o json | jq .state`,
 		OnUsageError: onUsageError,
-		Flags:        []cli.Flag{outputFlag("table or json", "json")},
+		Flags:        []cli.Flag{a.outputFlag("table or json", "json")},
 		Action:       a.get,
 	}
 }

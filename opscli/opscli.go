@@ -148,7 +148,7 @@ func (a *app) format(cmd *cli.Command, allowed ...string) (string, error) {
 }
 
 // outputFlag is -o; piped is the format when stdout is not a terminal.
-func outputFlag(formats, piped string) cli.Flag {
+func (a *app) outputFlag(formats, piped string) cli.Flag {
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the output format: " + formats + " (default: table on a terminal, else " + piped + ")"}
 }
 
@@ -178,7 +178,7 @@ Examples:
    flowsnap runs list --created-after 7d --all -o csv --fields id,status,created > runs.csv`,
 		OnUsageError: onUsageError,
 		Flags: append(filterFlags(),
-			outputFlag("table, json, ndjson or csv", "ndjson"),
+			a.outputFlag("table, json, ndjson or csv", "ndjson"),
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "list at most `N` runs"},
 			&cli.BoolFlag{Name: "all", Usage: "page through to the end of the list (each page its own snapshot)"},
 			&cli.StringSliceFlag{Name: "fields", Usage: "the columns, comma-separated (" + fieldNames() + "; API names work too)"},

@@ -37,7 +37,7 @@ Examples:
    flowsnap runs watch --flow billing --since 120000 -o ndjson`,
 		OnUsageError: onUsageError,
 		Flags: append(filterFlags(),
-			outputFlag("table or ndjson", "ndjson"),
+			a.outputFlag("table or ndjson", "ndjson"),
 			&cli.Int64Flag{Name: "since", Usage: "start after `REVISION` rather than now"},
 		),
 		Action: a.watch,

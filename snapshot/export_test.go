@@ -54,6 +54,19 @@ func PageSQL(d store.Dialect, kind cursor.Kind, key string, after int64) (string
 	return l.sql(d, []pageWant{{key: key, after: cursor.Cursor{Ordinal: after, Last: ""}, size: 10}})
 }
 
+// TakeLane takes every place of the reader's lane of expensive statements
+// (see SetStatementLimit) and returns the function that gives them back.
+func TakeLane(r *Reader) func() {
+	for range cap(r.lane) {
+		r.lane <- struct{}{}
+	}
+	return func() {
+		for range cap(r.lane) {
+			<-r.lane
+		}
+	}
+}
+
 // ActivitySQL returns the statement and arguments RunActivity reads req
 // with, for tests that read its plan.
 func ActivitySQL(d store.Dialect, req ActivityRequest) (string, []any) {

@@ -344,6 +344,9 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 		return nil, err
 	}
 	f := req.Filter.canonical()
+	if err := ScanOf(f, req.Order, false).check(); err != nil {
+		return nil, err
+	}
 	anchor := digest(f, req.Order)
 	var page *Page
 	err = r.with(ctx, func(q *querier) error {
@@ -373,9 +376,9 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 }
 
 func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor string, order RunOrder) error {
-	rows, err := q.query(sql, args...)
+	rows, err := q.limited(sql, args...)
 	if err != nil {
-		return persistence(err, "listing runs")
+		return persistenceUnlessCoded(err, "listing runs")
 	}
 	defer rows.Close()
 	var ord int64
@@ -392,7 +395,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
 	}
 	if err := rows.Err(); err != nil {
-		return persistence(err, "listing runs")
+		return persistenceUnlessCoded(err, "listing runs")
 	}
 	sort.Slice(page.Edges, func(i, j int) bool {
 		a, b := page.Edges[i], page.Edges[j]
@@ -423,6 +426,9 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		return RunCount{}, err
 	}
 	f := filter.canonical()
+	if err := ScanOf(f, "", true).check(); err != nil {
+		return RunCount{}, err
+	}
 	var out RunCount
 	err := r.with(ctx, func(q *querier) error {
 		if f.empty() {
@@ -431,7 +437,7 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		l := f.where(q.dialect())
 		var n int64
 		sql := "SELECT count(*) FROM (" + l.countSelect(int(upTo)+1) + ") AS k"
-		if err := q.each(sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
+		if err := q.eachOf(q.limited, sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
 			return err
 		}
 		out = RunCount{Count: min(n, upTo), Capped: n > upTo}

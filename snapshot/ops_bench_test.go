@@ -185,6 +185,14 @@ func BenchmarkOps(b *testing.B) {
 					raw(b, bounded(fmt.Sprintf(" AND finished_at_ms >= %d", day), 10_000))
 				}
 			})
+			// The reader's own statement and arguments, run bare: what the
+			// statement costs apart from the read around it.
+			b.Run("runStats/finishedAfter=1d/rawSQL-sameStatement", func(b *testing.B) {
+				sql, args := snapshot.StatsSQL(d, snapshot.RunFilter{FinishedAfter: &day}, 10_000)
+				for b.Loop() {
+					raw(b, sql, args...)
+				}
+			})
 		})
 	}
 }

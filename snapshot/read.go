@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowsnap/flowsnap/fault"
@@ -30,7 +31,31 @@ type Reader struct {
 	cache *runCache
 	// pageStmts are the statements of the batches of pages read.
 	pageStmts pageStatements
+	// limit bounds each statement whose cost the store's data decides (a
+	// list or a count), and lane how many of them run at once (see
+	// SetStatementLimit).
+	limit time.Duration
+	lane  chan struct{}
+	// runs is how many runs the store held when last counted (see
+	// RefreshRunEstimate).
+	runs atomic.Int64
 }
+
+// SetStatementLimit bounds every list and count statement to limit (0: no
+// bound but the operation's own deadline), and lets at most lane of them
+// run at once, so that expensive reads never hold every connection and a
+// read waiting for the lane gives up, with TIMEOUT, after limit too
+// (docs/contract.md#cost-model). Call it before the first read.
+func (r *Reader) SetStatementLimit(limit time.Duration, lane int) {
+	r.limit, r.lane = limit, nil
+	if lane > 0 {
+		r.lane = make(chan struct{}, lane)
+	}
+}
+
+// DefaultLane is how many expensive statements a reader of a store with n
+// read connections runs at once: a quarter of them, at least one.
+func DefaultLane(n int) int { return max(1, n/4) }
 
 // NewReader returns a Reader of db. On SQLite it keeps decoded runs in a
 // cache of DefaultRunCacheBytes (see SetRunCache).
@@ -79,6 +104,9 @@ type Read struct {
 	// endNext asks that the next read be the last (see EndWithNext);
 	// endedWith says one was, and that no statement may follow.
 	endNext, endedWith bool
+	// broken is the limited statement that aborted the transaction: every
+	// later read of the operation fails with it.
+	broken error
 }
 
 // Alone says that the operation needs one statement: the first then runs
@@ -192,6 +220,9 @@ func (rd *Read) do(ctx context.Context, fn func(q *querier) error) error {
 	}
 	if rd.err != nil {
 		return rd.err
+	}
+	if rd.broken != nil {
+		return rd.broken
 	}
 	if err := ctx.Err(); err != nil {
 		return fault.Wrap(fault.Timeout, err, "the operation was cancelled or ran out of time")
@@ -392,6 +423,13 @@ func checkPosition(src string, rev int64) (Position, error) {
 // sameSource refuses a position from another store than the first one this
 // reader read: a store replaced under a running server must not be answered
 // from, nor mixed with the one it replaced.
+// Source returns the store's source as first read, or "" before any read.
+func (r *Reader) Source() string {
+	r.sourceMu.Lock()
+	defer r.sourceMu.Unlock()
+	return r.source
+}
+
 func (r *Reader) sameSource(src string) error {
 	r.sourceMu.Lock()
 	defer r.sourceMu.Unlock()
@@ -493,11 +531,99 @@ func (q *querier) query(sql string, args ...any) (store.Rows, error) {
 	return q.rd.tx.Query(q.ctx, sql, args...)
 }
 
+// limited runs a statement whose cost the store's data decides (a list, a
+// count) under the reader's statement limit, in its lane (see
+// SetStatementLimit). A read run alone, or ending with its last statement,
+// runs it as query does.
+func (q *querier) limited(sql string, args ...any) (store.Rows, error) {
+	r := q.rd.r
+	if r.limit <= 0 || q.rd.ranAlone || q.rd.endedWith || q.piped || (q.rd.tx == nil && q.rd.alone) {
+		return q.query(sql, args...)
+	}
+	release := func() {}
+	if r.lane != nil {
+		if err := r.enterLane(q.ctx); err != nil {
+			return nil, err
+		}
+		release = sync.OnceFunc(func() { <-r.lane })
+	}
+	if q.rd.tx == nil {
+		if _, err := q.position(); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	lq, ok := q.rd.tx.(store.LimitedQuerier)
+	if !ok {
+		release()
+		return q.query(sql, args...)
+	}
+	q.rd.statements++
+	rows, err := lq.QueryLimited(q.ctx, r.limit, sql, args...)
+	if err != nil {
+		release()
+		q.rd.brokenBy(err)
+		return nil, err
+	}
+	return limitedRows{Rows: rows, rd: q.rd, release: release}, nil
+}
+
+// enterLane takes a place in the lane of expensive statements, waiting at
+// most the statement limit for one; a free place is taken at once.
+func (r *Reader) enterLane(ctx context.Context) error {
+	select {
+	case r.lane <- struct{}{}:
+		return nil
+	default:
+	}
+	wait := time.NewTimer(r.limit)
+	defer wait.Stop()
+	select {
+	case r.lane <- struct{}{}:
+		return nil
+	case <-wait.C:
+		return fault.Errorf(fault.Timeout, "other expensive reads kept this one waiting longer than the statement limit of %s; retry, or narrow the filter", r.limit)
+	case <-ctx.Done():
+		return fault.Wrap(fault.Timeout, ctx.Err(), "the operation ran out of time waiting to read")
+	}
+}
+
+// brokenBy keeps err when the limited statement it ended aborted the
+// transaction. rd.mu is held.
+func (rd *Read) brokenBy(err error) {
+	if store.TransactionAborted(err) {
+		rd.broken = err
+	}
+}
+
+// limitedRows hold their place in the lane until closed.
+type limitedRows struct {
+	store.Rows
+	rd      *Read
+	release func()
+}
+
+func (l limitedRows) Close() {
+	l.Rows.Close()
+	l.release()
+}
+
+func (l limitedRows) Err() error {
+	err := l.Rows.Err()
+	l.rd.brokenBy(err)
+	return err
+}
+
 // each runs one statement and, for every row, scans it into dest and calls
 // row; doing names the read in errors ("reading runs"). It is the one loop
 // of query, scan and check that every read uses.
 func (q *querier) each(sql string, args []any, dest []any, doing string, row func() error) error {
-	rows, err := q.query(sql, args...)
+	return q.eachOf(q.query, sql, args, dest, doing, row)
+}
+
+// eachOf is each with the statement run by run (query, or limited).
+func (q *querier) eachOf(run func(string, ...any) (store.Rows, error), sql string, args []any, dest []any, doing string, row func() error) error {
+	rows, err := run(sql, args...)
 	if err != nil {
 		if errors.Is(err, errSecondStatement) {
 			return err

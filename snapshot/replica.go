@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,24 @@ type ReplicaOptions struct {
 	// CheckInterval is how often replicas and the primary are checked
 	// (default 1s); while reads wait, they are checked every 10ms.
 	CheckInterval time.Duration
+	// MaxLag bounds how far a replica may be behind the primary and still
+	// be read; zero fields are unbounded.
+	MaxLag MaxLag
 }
+
+// MaxLag is how far behind the primary a replica may be and stay healthy
+// (docs/contract.md#replicas): by revisions (the primary's revision minus
+// the replica's) and by time (how long ago the primary was first seen
+// at a revision the replica has not reached). Both are judged against what
+// the last check saw of the primary. A replica past either is unhealthy:
+// no read, and so no subscription, goes to it until it is back within.
+type MaxLag struct {
+	Revisions int64
+	Time      time.Duration
+}
+
+// DefaultMaxLag is the bound on a replica's lag when none is given.
+var DefaultMaxLag = MaxLag{Time: 5 * time.Second}
 
 // DefaultStaleWait is how long a read waits for a lagging replica when
 // ReplicaOptions leaves StaleWait zero.
@@ -62,6 +80,10 @@ type ReplicaStatus struct {
 	// Lag is the primary's revision minus the replica's, in revisions;
 	// -1 when either is unknown.
 	Lag int64
+	// LagTime is how long ago the primary was first seen at a revision the
+	// replica has not reached; zero when it has reached the primary's, or
+	// when Lag is unknown.
+	LagTime time.Duration
 	// Problem says why it is not healthy; empty when it is.
 	Problem string
 }
@@ -72,6 +94,7 @@ type replica struct {
 	mu       sync.Mutex
 	checked  bool
 	healthy  bool
+	answered bool // at the last check, at revision
 	revision int64
 	problem  string
 }
@@ -82,11 +105,14 @@ func (rp *replica) state() (healthy bool, revision int64) {
 	return rp.healthy, rp.revision
 }
 
+// set records a check of the replica: revision is where it answered, 0
+// when it did not.
 func (rp *replica) set(healthy bool, revision int64, problem string) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.checked, rp.healthy, rp.problem = true, healthy, problem
-	if healthy && revision > rp.revision {
+	rp.answered = revision > 0
+	if revision > rp.revision {
 		rp.revision = revision
 	}
 }
@@ -102,8 +128,21 @@ type replicaSet struct {
 
 	mu         sync.Mutex
 	primaryRev int64
-	changed    chan struct{} // closed, and replaced, after every check
+	// primarySeen holds when each revision of the primary was first seen,
+	// in order, for judging a replica's lag in time; bounded.
+	primarySeen []seenAt
+	changed     chan struct{} // closed, and replaced, after every check
 }
+
+type seenAt struct {
+	revision int64
+	at       time.Time
+}
+
+// maxPrimarySeen bounds primarySeen: one entry per check that saw the
+// primary move, some 17 minutes at the default interval. A replica behind
+// them all is judged from the oldest.
+const maxPrimarySeen = 1024
 
 // UseReplicas makes r read from replicas, PostgreSQL hot standbys of its
 // store (the primary). It reads the primary's position to learn the source
@@ -127,8 +166,9 @@ func (r *Reader) UseReplicas(ctx context.Context, replicas []*store.DB, opts Rep
 		return fmt.Errorf("reading the primary's position: %w", err)
 	}
 	_ = tx.Rollback(ctx)
-	s := &replicaSet{primary: r.db, opts: opts, source: pos.Source, primaryRev: pos.Revision,
+	s := &replicaSet{primary: r.db, opts: opts, source: pos.Source,
 		poke: make(chan struct{}, 1), changed: make(chan struct{})}
+	s.sawPrimary(pos.Revision)
 	for _, db := range replicas {
 		if !db.HasStandbys() {
 			return fmt.Errorf("replica %s is not PostgreSQL", db)
@@ -183,9 +223,11 @@ func (r *Reader) Replicas() []ReplicaStatus {
 		if !rp.checked {
 			st.Problem = "not checked yet"
 		}
+		answered := rp.answered
 		rp.mu.Unlock()
-		if st.Healthy {
+		if answered {
 			st.Lag = max(primary-st.Revision, 0)
+			st.LagTime = s.lagTime(st.Revision, time.Now())
 		}
 		out[i] = st
 	}
@@ -204,7 +246,7 @@ func (s *replicaSet) check(ctx context.Context) {
 			case pos.Source != s.source:
 				rp.set(false, 0, "it is a copy of another store (its source differs from the primary's)")
 			default:
-				rp.set(true, pos.Revision, "")
+				s.judge(rp, pos.Revision)
 			}
 		})
 	}
@@ -212,6 +254,16 @@ func (s *replicaSet) check(ctx context.Context) {
 		s.sawPrimary(pos.Revision)
 	}
 	wg.Wait()
+	// The primary may have been read after a replica: judge every answer
+	// against what this check saw of it.
+	for _, rp := range s.reps {
+		rp.mu.Lock()
+		judge, rev := rp.answered, rp.revision
+		rp.mu.Unlock()
+		if judge {
+			s.judge(rp, rev)
+		}
+	}
 	s.mu.Lock()
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -233,7 +285,55 @@ func peek(ctx context.Context, db *store.DB) (Position, error) {
 func (s *replicaSet) sawPrimary(rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.primaryRev = max(s.primaryRev, rev)
+	if rev <= s.primaryRev && len(s.primarySeen) > 0 {
+		return
+	}
+	s.primaryRev = rev
+	if len(s.primarySeen) == maxPrimarySeen {
+		s.primarySeen = append(s.primarySeen[:0], s.primarySeen[maxPrimarySeen/2:]...)
+	}
+	s.primarySeen = append(s.primarySeen, seenAt{revision: rev, at: time.Now()})
+}
+
+// lagTime is how long ago the primary was first seen past revision rev.
+func (s *replicaSet) lagTime(rev int64, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := sort.Search(len(s.primarySeen), func(i int) bool { return s.primarySeen[i].revision > rev })
+	if i == len(s.primarySeen) {
+		return 0
+	}
+	return now.Sub(s.primarySeen[i].at)
+}
+
+// tooFarBehind says why a replica at revision rev is past the MaxLag bound,
+// or "" when it is within it.
+func (s *replicaSet) tooFarBehind(rev int64) string {
+	bound := s.opts.MaxLag
+	if bound.Revisions <= 0 && bound.Time <= 0 {
+		return ""
+	}
+	lag := s.primaryRevision() - rev
+	if lag <= 0 {
+		return ""
+	}
+	if bound.Revisions > 0 && lag > bound.Revisions {
+		return fmt.Sprintf("it lags %d revisions behind the primary, more than the bound of %d", lag, bound.Revisions)
+	}
+	if took := s.lagTime(rev, time.Now()); bound.Time > 0 && took > bound.Time {
+		return fmt.Sprintf("it lags %d revisions behind the primary, which reached them %s ago, more than the bound of %s", lag, took.Round(time.Millisecond), bound.Time)
+	}
+	return ""
+}
+
+// judge records that replica rp answered at revision rev: healthy unless
+// it is past the lag bound.
+func (s *replicaSet) judge(rp *replica, rev int64) {
+	if problem := s.tooFarBehind(rev); problem != "" {
+		rp.set(false, rev, problem)
+		return
+	}
+	rp.set(true, rev, "")
 }
 
 func (s *replicaSet) primaryRevision() int64 {
@@ -272,7 +372,7 @@ func beginPrimary(ctx context.Context, db *store.DB, min int64) (store.Tx, Posit
 func (s *replicaSet) begin(ctx context.Context, min int64) (store.Tx, Position, error) {
 	var deadline time.Time
 	for {
-		healthy, best := false, int64(-1)
+		healthy, best := 0, int64(-1)
 		start := int(s.turn.Add(1))
 		for i := range s.reps {
 			rp := s.reps[(start+i)%len(s.reps)]
@@ -280,7 +380,12 @@ func (s *replicaSet) begin(ctx context.Context, min int64) (store.Tx, Position, 
 			if !ok {
 				continue
 			}
-			healthy = true
+			if problem := s.tooFarBehind(rev); problem != "" {
+				// The primary has moved on since the replica's last check.
+				rp.set(false, rev, problem)
+				continue
+			}
+			healthy++
 			best = max(best, rev)
 			if rev < min {
 				continue
@@ -298,13 +403,19 @@ func (s *replicaSet) begin(ctx context.Context, min int64) (store.Tx, Position, 
 				rp.set(false, 0, "it is a copy of another store (its source differs from the primary's)")
 				continue
 			}
+			if problem := s.tooFarBehind(pos.Revision); problem != "" {
+				_ = tx.Rollback(ctx)
+				rp.set(false, pos.Revision, problem)
+				healthy--
+				continue
+			}
 			rp.set(true, pos.Revision, "")
 			if pos.Revision >= min {
 				return tx, pos, nil
 			}
 			_ = tx.Rollback(ctx)
 		}
-		if !healthy {
+		if healthy == 0 {
 			return beginPrimary(ctx, s.primary, min)
 		}
 		if min > s.primaryRevision() {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"testing/fstest"
+	"time"
 )
 
 // CatalogOf returns "kind name" for every object in the store's schema, read
@@ -75,13 +76,31 @@ func MigrateTo(ctx context.Context, db *DB, version int) (from, to int, err erro
 }
 
 // WALGateLook makes db's WAL gate look at the WAL now, as a read entering
-// it would once its interval has passed, and returns how many drains it has
-// started.
+// it would once its interval has passed, and returns how many times it has
+// found the WAL in need of a reset: the drains it started, and the passes
+// it made beside a long read.
 func WALGateLook(db *DB) int {
 	db.gate.mu.Lock()
 	defer db.gate.mu.Unlock()
 	db.gate.look()
-	return db.gate.drains
+	return db.gate.drains + db.gate.passes
+}
+
+// WALGatePasses returns how many times db's gate let reads through beside a
+// long read rather than drain, and how many drains it started.
+func WALGatePasses(db *DB) (passes, drains int) {
+	db.gate.mu.Lock()
+	defer db.gate.mu.Unlock()
+	return db.gate.passes, db.gate.drains
+}
+
+// SetWALGateIdleWait sets how long db's gate waits for open reads to end
+// before giving a drain up, and the age of an open read past which it does
+// not drain: for measuring the gate as it was, which waited seconds.
+func SetWALGateIdleWait(db *DB, d time.Duration) {
+	db.gate.mu.Lock()
+	defer db.gate.mu.Unlock()
+	db.gate.idleWait = d
 }
 
 // WALGateThreshold is the WAL content size above which db's gate drains.
@@ -110,4 +129,12 @@ func CachedStatement(db *DB, q string) bool {
 	defer db.readStmts.mu.Unlock()
 	_, ok := db.readStmts.m[q]
 	return ok
+}
+
+// SetWALGateThreshold sets the WAL content size above which db's gate
+// drains, so that a benchmark reaches it in seconds.
+func SetWALGateThreshold(db *DB, n int64) {
+	db.gate.mu.Lock()
+	defer db.gate.mu.Unlock()
+	db.gate.threshold = n
 }

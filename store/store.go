@@ -88,6 +88,9 @@ type DB struct {
 	// file is the SQLite database file as opened: a file at path that is
 	// not the same file (replaced) or no file (removed) fails every read.
 	file os.FileInfo
+	// foreign: the SQLite store, opened read-only, belongs to another user,
+	// whose engine must create its -wal and -shm files (checkReadOnlyOpen).
+	foreign bool
 	// PostgreSQL.
 	pool *pgxpool.Pool
 	// where names the database for messages without revealing credentials.
@@ -254,6 +257,8 @@ func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		}
 	} else if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("opening %s: the file does not exist", where)
+	} else if db.foreign, err = checkReadOnlyOpen(dsn, path, where); err != nil {
+		return nil, err
 	}
 	db.reader, err = sql.Open("sqlite", readerDSN)
 	if err != nil {
@@ -304,14 +309,17 @@ func (db *DB) Close() {
 	if db.pool != nil {
 		db.pool.Close()
 	}
-	if db.writer != nil {
-		db.writer.Close()
-	}
 	if db.readStmts != nil {
 		db.readStmts.close()
 	}
 	if db.reader != nil {
 		db.reader.Close()
+	}
+	// The writer closes last: SQLite's last connection to a store
+	// checkpoints its WAL and removes the -wal and -shm files, which a
+	// read-only one cannot.
+	if db.writer != nil {
+		db.writer.Close()
 	}
 }
 
@@ -346,7 +354,7 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 			release()
 			return nil, db.persistence(withContext(ctx, err), "beginning a read")
 		}
-		return &sqlTx{tx: tx, stmts: db.readStmts, release: release, tracer: db.tracer}, nil
+		return &sqlTx{tx: tx, stmts: db.readStmts, release: release, tracer: db.tracer, gate: db.gate}, nil
 	}
 }
 
@@ -356,6 +364,9 @@ func (db *DB) BeginRead(ctx context.Context) (Tx, error) {
 func (db *DB) enterRead(ctx context.Context) (release func(), err error) {
 	if err := db.sameFile(); err != nil {
 		return nil, err
+	}
+	if db.foreign && !walFilesExist(db.path) {
+		return nil, fault.Errorf(fault.PersistenceFailed, "the store's -wal and -shm files are gone and belong to its owner's engine to create: flowsnap reads again once the engine runs")
 	}
 	if db.gate == nil {
 		return func() {}, nil

@@ -109,6 +109,9 @@ type sqlTx struct {
 	later []string
 	// tracer makes the statements' spans; nil when tracing is off.
 	tracer trace.Tracer
+	// gate is the WAL gate a read entered; an expensive statement waits
+	// in it while the WAL needs a reset (see walGate.heavyWait).
+	gate *walGate
 }
 
 // stmtCache holds prepared statements by SQL text. database/sql prepares a

@@ -19,6 +19,17 @@ import (
 // reset the WAL (or a short while has passed), then lets reads resume.
 // Reads are short, so a drain costs new reads a few milliseconds, rarely.
 //
+// An expensive read (a list whose filter its index cannot serve, up to its
+// statement limit) must not hold every cheap one hostage: while a read that
+// has been open longer than idleWait is still open, the WAL cannot be reset
+// anyway, so the gate lets reads through rather than drain (a pass); and a
+// drain whose open reads do not all end within idleWait is given up. A
+// cheap read therefore waits at most idleWait plus hold, however long the
+// expensive reads beside it run; the WAL grows meanwhile, and is drained
+// once they have ended (docs/contract.md#cost-model). Meanwhile no new
+// expensive statement starts (heavyWait): the long reads end within their
+// limit, and the WAL is reset, however many expensive reads keep coming.
+//
 // Large means the WAL's content, not its file: a reset does not shrink the
 // file, so once the WAL has been reset the file's size stays put while the
 // WAL fills it again, and only the salts of its frames tell how much of it
@@ -33,9 +44,20 @@ type walGate struct {
 	// hold is the longest a drain keeps new reads waiting once the open ones
 	// have ended.
 	hold time.Duration
+	// idleWait is the longest a drain waits for the open reads to end, and
+	// the age past which an open read makes the gate pass rather than
+	// drain.
+	idleWait time.Duration
 
-	mu        sync.Mutex
-	active    int
+	mu     sync.Mutex
+	active int
+	// opened holds when each open read entered, by a number of its own.
+	opened   map[uint64]time.Time
+	nextRead uint64
+	passes   int
+	// pending is closed, and set to nil, once a WAL the gate passed beside
+	// a long read has been reset; expensive statements wait for it.
+	pending   chan struct{}
 	idle      chan struct{} // closed when active drops to 0 during a drain
 	draining  chan struct{} // non-nil while draining; closed when it ends
 	lastLook  time.Time
@@ -50,6 +72,8 @@ func newWALGate(path string) *walGate {
 		threshold: 4 << 20,
 		interval:  250 * time.Millisecond,
 		hold:      250 * time.Millisecond,
+		idleWait:  100 * time.Millisecond,
+		opened:    map[uint64]time.Time{},
 	}
 }
 
@@ -63,8 +87,11 @@ func (g *walGate) enter(ctx context.Context) (func(), error) {
 		}
 		if g.draining == nil {
 			g.active++
+			id := g.nextRead
+			g.nextRead++
+			g.opened[id] = time.Now()
 			g.mu.Unlock()
-			return g.leave, nil
+			return func() { g.leave(id) }, nil
 		}
 		wait := g.draining
 		g.mu.Unlock()
@@ -76,9 +103,10 @@ func (g *walGate) enter(ctx context.Context) (func(), error) {
 	}
 }
 
-func (g *walGate) leave() {
+func (g *walGate) leave(id uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	delete(g.opened, id)
 	g.active--
 	if g.active == 0 && g.idle != nil {
 		close(g.idle)
@@ -96,9 +124,26 @@ func (g *walGate) look() {
 	}
 	// Growing without a reset since the last look: reads are in the way.
 	stale := stamp == g.lastStamp && size > g.lastSize
+	if !stale || size < g.threshold {
+		// Reset, small, or not growing (the engine is not writing, and
+		// only its next write could reset it): nothing to wait for.
+		g.clearPending()
+	}
 	g.lastStamp, g.lastSize = stamp, size
 	if size < g.threshold || !stale {
 		return
+	}
+	now := time.Now()
+	for _, at := range g.opened {
+		if now.Sub(at) > g.idleWait {
+			// A long read pins the WAL: draining would only make new
+			// reads wait for it. New expensive statements wait instead.
+			g.passes++
+			if g.pending == nil {
+				g.pending = make(chan struct{})
+			}
+			return
+		}
 	}
 	g.drains++
 	g.draining = make(chan struct{})
@@ -114,13 +159,16 @@ func (g *walGate) look() {
 // drain waits for the open reads to end, then for the engine to reset the
 // WAL or for the hold to pass, and lets reads start again.
 func (g *walGate) drain(idle chan struct{}, stamp [8]byte) {
-	timeout := time.NewTimer(g.hold + 5*time.Second)
+	timeout := time.NewTimer(g.idleWait)
 	defer timeout.Stop()
+	deadline := time.Now().Add(g.hold)
 	select {
 	case <-idle:
-	case <-timeout.C: // a read that long is the caller's bug; do not block reads forever
+	case <-timeout.C:
+		// An open read is longer than a cheap one: give the drain up
+		// rather than hold every new read behind it.
+		deadline = time.Now()
 	}
-	deadline := time.Now().Add(g.hold)
 	for time.Now().Before(deadline) {
 		if s, _, ok := walStamp(g.walPath); ok && s != stamp {
 			break
@@ -133,6 +181,44 @@ func (g *walGate) drain(idle chan struct{}, stamp [8]byte) {
 	close(g.draining)
 	g.draining = nil
 	g.lastStamp, _, _ = walStamp(g.walPath)
+	if g.lastStamp != stamp {
+		g.clearPending()
+	}
+}
+
+// clearPending lets expensive statements start again. g.mu is held.
+func (g *walGate) clearPending() {
+	if g.pending != nil {
+		close(g.pending)
+		g.pending = nil
+	}
+}
+
+// heavyWait holds an expensive statement back while the WAL needs a reset
+// that long reads are in the way of, until it has been reset or ctx ends.
+// It looks at the WAL as enter does, so that a reset is seen without a
+// cheap read to see it.
+func (g *walGate) heavyWait(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		if g.pending != nil && g.draining == nil && time.Since(g.lastLook) >= g.interval/4 {
+			g.look()
+		}
+		wait := g.pending
+		g.mu.Unlock()
+		if wait == nil {
+			return nil
+		}
+		t := time.NewTimer(g.interval / 4)
+		select {
+		case <-wait:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
 }
 
 // walStamp returns the WAL header's checkpoint sequence number and first
