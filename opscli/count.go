@@ -145,11 +145,7 @@ func (a *app) flows(ctx context.Context, cmd *cli.Command) error {
 	if err := noArgs(cmd); err != nil {
 		return err
 	}
-	format, err := a.format(cmd, "table", "json")
-	if err != nil {
-		return err
-	}
-	c, err := a.client(cmd)
+	format, c, err := a.formatAndClient(cmd, "table", "json")
 	if err != nil {
 		return err
 	}

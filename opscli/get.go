@@ -44,11 +44,7 @@ func (a *app) get(ctx context.Context, cmd *cli.Command) error {
 		return usagef("runs get takes one run id, got %d arguments", cmd.Args().Len())
 	}
 	id := cmd.Args().First()
-	format, err := a.format(cmd, "table", "json")
-	if err != nil {
-		return err
-	}
-	c, err := a.client(cmd)
+	format, c, err := a.formatAndClient(cmd, "table", "json")
 	if err != nil {
 		return err
 	}

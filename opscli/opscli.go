@@ -119,6 +119,16 @@ func (a *app) client(cmd *cli.Command) (*client, error) {
 	return newClient(cmd.String("server"), cmd.String("token"))
 }
 
+// formatAndClient is format and client, for a command that needs both.
+func (a *app) formatAndClient(cmd *cli.Command, allowed ...string) (string, *client, error) {
+	format, err := a.format(cmd, allowed...)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := a.client(cmd)
+	return format, c, err
+}
+
 // format reads -o: one of allowed, table by default on a terminal and the
 // second allowed format (json or ndjson) otherwise.
 func (a *app) format(cmd *cli.Command, allowed ...string) (string, error) {

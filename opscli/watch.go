@@ -58,11 +58,7 @@ func (a *app) watch(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	format, err := a.format(cmd, "table", "ndjson")
-	if err != nil {
-		return err
-	}
-	c, err := a.client(cmd)
+	format, c, err := a.formatAndClient(cmd, "table", "ndjson")
 	if err != nil {
 		return err
 	}
