@@ -41,6 +41,14 @@ const Stale Code = "STALE"
 // may.
 const SubscriptionLimit Code = "SUBSCRIPTION_LIMIT"
 
+// Unauthenticated: the request carries no credential, or one that is not
+// valid (docs/contract.md#access-control). Over HTTP it comes with status 401.
+const Unauthenticated Code = "UNAUTHENTICATED"
+
+// Forbidden: the principal may not read this value, a payload field without
+// the payloads permission (docs/contract.md#access-control).
+const Forbidden Code = "FORBIDDEN"
+
 // Error is an error with a code. Message is safe to show a client; Err, when
 // set, is the underlying cause, for logs only.
 type Error struct {

@@ -266,6 +266,10 @@ func ReasonOf(code fault.Code) string {
 		return "complexity"
 	case fault.SubscriptionLimit:
 		return "subscriptions"
+	case fault.Unauthenticated:
+		return "unauthenticated"
+	case fault.Forbidden:
+		return "forbidden"
 	default:
 		return "input"
 	}
