@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/flowsnap/flowsnap/cursor"
@@ -246,6 +247,16 @@ func (l *listQuery) cross(branches [][]string, n int, term func(int) string) [][
 	return out
 }
 
+// spelledLimit is a list's or a count's LIMIT as the statement spells it:
+// a number, never a placeholder. PostgreSQL plans a statement prepared once
+// generically (the server's default, store.Options.PGExecMode), and a
+// generic plan takes a LIMIT it cannot read as a tenth of the rows the
+// filter matches: a list then hash-joins the whole of flows_runs and
+// flows_run_changes, a count scans the table. A spelled LIMIT is planned as
+// the page it is. A statement per page size (1..MaxPageSize+1) and count
+// bound is what it costs, within pgx's statement cache.
+func spelledLimit(limit int) string { return strconv.Itoa(limit) }
+
 // keyset returns the SELECT of run ids in the order of k, after (ord,
 // last) when after, at most limit of them, one sub-select per branch.
 func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
@@ -265,7 +276,7 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 		o, id := l.arg(after.Ordinal), l.arg(after.Last)
 		keyTerms = append(keyTerms, col+" "+bound+" "+o, "("+col+", run_id) "+cmp+" ("+o+", "+id+")")
 	}
-	lim := l.arg(limit)
+	lim := spelledLimit(limit)
 	orderBy := " ORDER BY " + col + dir + ", run_id" + dir + " LIMIT " + lim
 	sel := func(terms []string) string {
 		terms = append(append(slices.Clone(l.shared), terms...), keyTerms...)
@@ -288,19 +299,21 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 }
 
 // countSelect returns a SELECT of at most limit rows of the runs l
-// selects, in no order, one sub-select per branch: what a bounded count
-// counts. Without an order the planner reads whichever index holds the
-// filter's range (the finish indexes for a finish window), and stops after
-// limit entries.
-func (l *listQuery) countSelect(limit int) string {
-	lim := l.arg(limit)
+// selects, one sub-select per branch: what a bounded count counts. Each
+// is ordered by col, the filter's countKey, which the index holding the
+// filter's range (the finish indexes for a finish window) ends with: so
+// the planner reads that index and stops after limit entries, where
+// without an order it may scan the table until limit rows match, or all of
+// it when they are few.
+func (l *listQuery) countSelect(col string, limit int) string {
+	lim := spelledLimit(limit)
 	sel := func(terms []string) string {
 		terms = append(slices.Clone(l.shared), terms...)
 		where := ""
 		if len(terms) > 0 {
 			where = "\nWHERE " + strings.Join(terms, "\n  AND ")
 		}
-		return "SELECT 1 AS one FROM flows_runs" + where + " LIMIT " + lim
+		return "SELECT 1 AS one FROM flows_runs" + where + " ORDER BY " + col + " LIMIT " + lim
 	}
 	if len(l.branches) == 1 {
 		return sel(l.branches[0])
@@ -436,7 +449,7 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 		}
 		l := f.where(q.dialect())
 		var n int64
-		sql := "SELECT count(*) FROM (" + l.countSelect(int(upTo)+1) + ") AS k"
+		sql := "SELECT count(*) FROM (" + l.countSelect(f.countKey(), int(upTo)+1) + ") AS k"
 		if err := q.eachOf(q.limited, sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
 			return err
 		}
