@@ -217,15 +217,17 @@ func (t *sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 	return res.RowsAffected()
 }
 
+// query runs q through its cached statement when there is one.
+func (t *sqlTx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if s := t.prepared(ctx, q); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, q, args...)
+}
+
 func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
 	ctx, span := startStatement(ctx, t.tracer, q)
-	var rows *sql.Rows
-	var err error
-	if s := t.prepared(ctx, q); s != nil {
-		rows, err = s.QueryContext(ctx, args...)
-	} else {
-		rows, err = t.tx.QueryContext(ctx, q, args...)
-	}
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		err = withContext(ctx, err)
 		endStatement(span, err)
