@@ -125,7 +125,9 @@ type stmtCache struct {
 
 // maxCachedStmts bounds the cache: statements whose text varies with a
 // batch's size come in a bounded number of shapes, but a bound keeps an
-// unusual workload from holding statements forever.
+// unusual workload from holding statements forever. A full cache adds no
+// more rather than evicting, as an LRU would: closing a statement that
+// another transaction has just taken from it would fail that transaction.
 const maxCachedStmts = 512
 
 func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
