@@ -247,15 +247,19 @@ func (l *listQuery) cross(branches [][]string, n int, term func(int) string) [][
 	return out
 }
 
-// spelledLimit is a list's or a count's LIMIT as the statement spells it:
-// a number, never a placeholder. PostgreSQL plans a statement prepared once
-// generically (the server's default, store.Options.PGExecMode), and a
-// generic plan takes a LIMIT it cannot read as a tenth of the rows the
-// filter matches: a list then hash-joins the whole of flows_runs and
-// flows_run_changes, a count scans the table. A spelled LIMIT is planned as
-// the page it is. A statement per page size (1..MaxPageSize+1) and count
-// bound is what it costs, within pgx's statement cache.
-func spelledLimit(limit int) string { return strconv.Itoa(limit) }
+// limit is a list page's LIMIT. PostgreSQL plans a statement prepared
+// once generically (the server's default, store.Options.PGExecMode), and
+// a generic plan reads a bound LIMIT as a tenth of the rows the filter
+// matches: a list page then hash-joined the whole of flows_runs and
+// flows_run_changes. There the LIMIT is spelled, and the page is planned
+// as the page it is, at the price of a statement per page size (at most
+// MaxPageSize+1 of them). SQLite's plans do not weigh it: it is bound.
+func (l *listQuery) limit(n int) string {
+	if l.d == store.Postgres {
+		return strconv.Itoa(n)
+	}
+	return l.arg(n)
+}
 
 // keyset returns the SELECT of run ids in the order of k, after (ord,
 // last) when after, at most limit of them, one sub-select per branch.
@@ -276,7 +280,7 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 		o, id := l.arg(after.Ordinal), l.arg(after.Last)
 		keyTerms = append(keyTerms, col+" "+bound+" "+o, "("+col+", run_id) "+cmp+" ("+o+", "+id+")")
 	}
-	lim := spelledLimit(limit)
+	lim := l.limit(limit)
 	orderBy := " ORDER BY " + col + dir + ", run_id" + dir + " LIMIT " + lim
 	sel := func(terms []string) string {
 		terms = append(append(slices.Clone(l.shared), terms...), keyTerms...)
@@ -303,10 +307,11 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 // is ordered by col, the filter's countKey, which the index holding the
 // filter's range (the finish indexes for a finish window) ends with: so
 // the planner reads that index and stops after limit entries, where
-// without an order it may scan the table until limit rows match, or all of
-// it when they are few.
+// without an order it may scan the table until limit rows match (or all
+// of it when they are few), as PostgreSQL's generic plans did. The limit
+// stays bound: a count's bound is any number up to MaxCountUpTo.
 func (l *listQuery) countSelect(col string, limit int) string {
-	lim := spelledLimit(limit)
+	lim := l.arg(limit)
 	sel := func(terms []string) string {
 		terms = append(slices.Clone(l.shared), terms...)
 		where := ""
