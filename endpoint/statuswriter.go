@@ -68,15 +68,18 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-func (s *statusWriter) Flush() {
+func (s *statusWriter) Flush() { _ = s.FlushError() }
+
+// FlushError flushes as Flush does, and says whether the flush failed (a
+// stream's write deadline passed, its client went): what
+// http.ResponseController.Flush returns.
+func (s *statusWriter) FlushError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.finished {
-		return
+		return errFinished
 	}
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	return http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 // Hijack hands a WebSocket upgrade the connection underneath.
