@@ -35,6 +35,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	opts.streams = newPlaces("streams", opts.MaxConnections, opts.MaxConnectionsPerClient)
 	opts.subscriptions = newPlaces("subscriptions", 0, opts.MaxSubscriptionsPerClient)
+	opts.events = make(chan struct{}, opts.MaxEvents)
 	es := graph.NewSchema(reader)
 	planner := plan.New(es.Schema())
 	srv := handler.New(es)

@@ -52,7 +52,8 @@ func liveFanOut(b *testing.B, duration time.Duration) {
 	defer stop()
 	go func() { _ = watcher.Run(wctx) }()
 	<-watcher.Ready()
-	srv := httptest.NewServer(endpoint.NewHandler(reader, endpoint.Options{Live: watcher}))
+	// One client holds every subscription.
+	srv := httptest.NewServer(endpoint.NewHandler(reader, endpoint.Options{Live: watcher, MaxSubscriptionsPerClient: 1100}))
 	defer srv.Close()
 
 	// When each revision was first seen.

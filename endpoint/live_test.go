@@ -535,7 +535,7 @@ func TestAThousandSubscribersShareEachTick(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("run-%02d", i)
 		}
-		e := liveFixture(t, d, live.Options{MaxSubscriptions: 1000}, endpoint.Options{}, ids...)
+		e := liveFixture(t, d, live.Options{MaxSubscriptions: 1000}, endpoint.Options{MaxSubscriptionsPerClient: 1000}, ids...)
 		ctx := context.Background()
 		type sub struct {
 			ch    <-chan event

@@ -99,6 +99,12 @@ type Options struct {
 	// MaxInitBytes bounds a WebSocket connection's first message, its
 	// connection_init; a larger one closes the connection with 4400.
 	MaxInitBytes int
+	// MaxEvents bounds how many subscription events are read at once;
+	// others wait for a turn (and their deadline, EventTimeout, runs from
+	// when they have one).
+	MaxEvents int
+	// events holds a token per event being read (MaxEvents).
+	events chan struct{}
 	// streams and subscriptions are the places of streams and of
 	// subscriptions, shared by every copy of the options (NewHandler).
 	streams, subscriptions *places
@@ -142,6 +148,8 @@ var DefaultOptions = Options{
 	// A client pings every few seconds at most.
 	MaxPingsPerSecond: 5,
 	MaxInitBytes:      16 << 10,
+	// Half the CPUs: a crowd of subscribers leaves the rest to queries.
+	MaxEvents: max(1, runtime.GOMAXPROCS(0)/2),
 }
 
 func (o Options) withDefaults() Options {
@@ -217,6 +225,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxPingsPerSecond <= 0 {
 		o.MaxPingsPerSecond = d.MaxPingsPerSecond
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = d.MaxEvents
 	}
 	if o.MaxInitBytes <= 0 {
 		o.MaxInitBytes = d.MaxInitBytes

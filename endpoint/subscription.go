@@ -80,7 +80,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 			return nil
 		}
 		ctx, span := startEvent(ctx, opts.Tracer, name, field)
-		ectx, timer := withEventTimeout(ctx, opts.EventTimeout)
+		ectx, timer := newEventTurn(ctx, opts.EventTimeout, opts.events)
 		defer timer.release()
 		ectx, rd := reader.Begin(ectx)
 		defer rd.End()
@@ -143,14 +143,22 @@ func overLimit(ctx context.Context, reason string, code fault.Code, msg string) 
 	return &graphql.Response{Errors: gqlerror.List{{Message: msg, Extensions: map[string]any{"code": string(code)}}}}
 }
 
-// eventTimer is an event's deadline, which runs from when its read begins
-// (start, called by the stream once the change it reports is seen) and not
-// while the event waits for that change.
-type eventTimer struct {
+// eventTurn is an event's turn to read and its deadline. Both begin when
+// its read does (start, called by the stream once the change it reports
+// is seen), not while the event waits for that change: then it waits for
+// one of the server's event slots (MaxEvents), so that a crowd of
+// subscribers reading large events leaves CPUs to queries, and its
+// deadline runs from when it has one. A slot rests after an event as long
+// as the event held it.
+type eventTurn struct {
+	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	timeout time.Duration
+	slots   chan struct{}
 	mu      sync.Mutex
 	t       *time.Timer
+	held    bool
+	began   time.Time
 	stopped bool
 	fired   bool
 }
@@ -158,22 +166,31 @@ type eventTimer struct {
 // errEventTimeout is the cause of an event's context that ran out of time.
 var errEventTimeout = errors.New("the event ran out of time")
 
-// withEventTimeout returns ctx with an event deadline not yet started;
-// release the timer when the event is over.
-func withEventTimeout(ctx context.Context, timeout time.Duration) (context.Context, *eventTimer) {
+// newEventTurn returns ctx for an event whose turn has not begun; release
+// the turn when the event is over.
+func newEventTurn(ctx context.Context, timeout time.Duration, slots chan struct{}) (context.Context, *eventTurn) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	return ctx, &eventTimer{cancel: cancel, timeout: timeout}
+	return ctx, &eventTurn{ctx: ctx, cancel: cancel, timeout: timeout, slots: slots}
 }
 
-func (e *eventTimer) start() {
+// start waits for an event slot, then starts the deadline.
+func (e *eventTurn) start() {
+	select {
+	case e.slots <- struct{}{}:
+	case <-e.ctx.Done():
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.stopped && e.t == nil {
-		e.t = time.AfterFunc(e.timeout, e.fire)
+	if e.stopped {
+		<-e.slots
+		return
 	}
+	e.held, e.began = true, time.Now()
+	e.t = time.AfterFunc(e.timeout, e.fire)
 }
 
-func (e *eventTimer) fire() {
+func (e *eventTurn) fire() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.stopped {
@@ -182,25 +199,32 @@ func (e *eventTimer) fire() {
 	}
 }
 
-// stop stops the deadline; the event's context stays as it is.
-func (e *eventTimer) stop() {
+// stop stops the deadline and gives the slot back; the event's context
+// stays as it is.
+func (e *eventTurn) stop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stopped = true
 	if e.t != nil {
 		e.t.Stop()
 	}
+	if e.held {
+		// The slot rests as long as it was held before another event
+		// takes it: events keep at most half of MaxEvents CPUs busy.
+		e.held = false
+		time.AfterFunc(time.Since(e.began), func() { <-e.slots })
+	}
 }
 
 // expired says the deadline passed before stop.
-func (e *eventTimer) expired() bool {
+func (e *eventTurn) expired() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.fired
 }
 
-// release stops the deadline and ends the event's context.
-func (e *eventTimer) release() {
+// release stops the turn and ends the event's context.
+func (e *eventTurn) release() {
 	e.stop()
 	e.cancel(context.Canceled)
 }

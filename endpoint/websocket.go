@@ -16,20 +16,16 @@ import (
 	"github.com/coder/websocket"
 )
 
-// The WebSocket close codes of graphql-ws's conventions that the
-// connection's own limits end it with.
-const (
-	// closeBadRequest: a connection_init larger than MaxInitBytes.
-	closeBadRequest = 4400
-	// closeTooManyRequests: more pings than MaxPingsPerSecond.
-	closeTooManyRequests = 4429
-)
+// closeBadRequest is the close code, in graphql-ws's conventions, of a
+// connection whose connection_init is larger than MaxInitBytes.
+const closeBadRequest = 4400
 
 // websocketConns accepts WebSocket connections for gqlgen's transport with
 // the connection's limits (docs/contract.md#subscriptions): its first
 // message, the connection_init, at most MaxInitBytes (4400 beyond), the
-// later ones at most MaxBodyBytes; at most MaxPingsPerSecond pings, in a
-// burst of as many (4429 beyond); each write within StreamWriteTimeout,
+// later ones at most MaxBodyBytes; pings answered at most
+// MaxPingsPerSecond a second, in a burst of as many (past it the
+// connection is read no faster); each write within StreamWriteTimeout,
 // past which the connection is closed and its place freed.
 type websocketConns struct{ opts Options }
 
@@ -75,7 +71,7 @@ var (
 var errClosedByLimit = errors.New("the connection went over a limit")
 
 // NextReader returns the next message. The first is read up to one byte
-// past MaxInitBytes only; a ping over the rate closes the connection.
+// past MaxInitBytes only; a ping over the rate waits its turn.
 func (c *websocketConn) NextReader() (int, io.Reader, error) {
 	if !c.inited {
 		typ, r, err := c.conn.Reader(context.Background())
@@ -98,9 +94,11 @@ func (c *websocketConn) NextReader() (int, io.Reader, error) {
 	if err != nil {
 		return int(typ), nil, c.readError(err)
 	}
-	if isPing(data) && !c.pings.take(time.Now()) {
-		_ = c.WriteClose(closeTooManyRequests, fmt.Sprintf("more than %d pings a second", c.opts.MaxPingsPerSecond))
-		return int(typ), nil, errClosedByLimit
+	if isPing(data) {
+		// Past the burst a ping waits for its turn, and so does the
+		// connection's next message: the client's writes wait in turn,
+		// and a flood costs what MaxPingsPerSecond pings do.
+		time.Sleep(c.pings.reserve(time.Now()))
 	}
 	return int(typ), bytes.NewReader(data), nil
 }
@@ -206,17 +204,18 @@ type bucket struct {
 
 func newBucket(n int) *bucket { return &bucket{n: float64(n), tokens: float64(n)} }
 
-// take takes a token at now, if there is one.
-func (b *bucket) take(now time.Time) bool {
+// reserve takes a token at now and returns how long to wait for it: 0 while
+// the burst lasts.
+func (b *bucket) reserve(now time.Time) time.Duration {
 	if !b.last.IsZero() {
 		b.tokens = min(b.n, b.tokens+now.Sub(b.last).Seconds()*b.n)
 	}
 	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
 	b.tokens--
-	return true
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.n * float64(time.Second))
 }
 
 // dropInitPayload runs init, when set, on a connection's connection_init

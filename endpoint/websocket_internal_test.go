@@ -35,26 +35,21 @@ func TestThePingBucketAllowsItsRateInBursts(t *testing.T) {
 	b := newBucket(5)
 	now := time.Unix(1000, 0)
 	for i := range 5 {
-		if !b.take(now) {
-			t.Fatalf("ping %d of the burst refused", i)
+		if wait := b.reserve(now); wait != 0 {
+			t.Fatalf("ping %d of the burst waits %s", i, wait)
 		}
 	}
-	if b.take(now) {
-		t.Fatal("a sixth ping in the same instant was allowed")
+	if wait := b.reserve(now); wait != 200*time.Millisecond {
+		t.Fatalf("a sixth ping in the same instant waits %s, want a fifth of a second", wait)
 	}
-	if !b.take(now.Add(200 * time.Millisecond)) {
-		t.Error("a ping a fifth of a second later was refused")
+	if wait := b.reserve(now); wait != 400*time.Millisecond {
+		t.Fatalf("a seventh waits %s, want two fifths", wait)
 	}
-	if b.take(now.Add(210 * time.Millisecond)) {
-		t.Error("a second ping within that fifth was allowed")
-	}
-	if got := 0; true {
-		later := now.Add(10 * time.Second)
-		for b.take(later) {
-			got++
-		}
-		if got != 5 {
-			t.Errorf("after a quiet spell %d pings were allowed at once, want the burst of 5", got)
+	// Ten seconds later the debt is paid and the burst is whole again.
+	later := now.Add(10 * time.Second)
+	for i := range 5 {
+		if wait := b.reserve(later); wait != 0 {
+			t.Fatalf("after a quiet spell ping %d waits %s", i, wait)
 		}
 	}
 }
