@@ -150,7 +150,8 @@ func (b binder) limitFlags(l *endpoint.Options) []cli.Flag {
 		bind(b, &cli.IntFlag{Name: "max-connections-per-client", Value: d.MaxConnectionsPerClient, Usage: "the most streams one client (its principal, else its remote address) holds at once"}, &l.MaxConnectionsPerClient),
 		bind(b, &cli.IntFlag{Name: "max-subscriptions-per-client", Value: d.MaxSubscriptionsPerClient, Usage: "the most subscriptions one client holds at once, over all its streams"}, &l.MaxSubscriptionsPerClient),
 		bind(b, &cli.DurationFlag{Name: "stream-write-timeout", Value: d.StreamWriteTimeout, Usage: "the longest one write to a stream may wait for its client to read; past it the stream is dropped"}, &l.StreamWriteTimeout),
-		bind(b, &cli.IntFlag{Name: "max-pings-per-second", Value: d.MaxPingsPerSecond, Usage: "the most ping messages a WebSocket connection sends a second (in bursts of as many); past it the connection is closed with 4429"}, &l.MaxPingsPerSecond),
+		bind(b, &cli.IntFlag{Name: "max-pings-per-second", Value: d.MaxPingsPerSecond, Usage: "the most ping messages a WebSocket connection has answered a second (in bursts of as many); past it the connection is read no faster"}, &l.MaxPingsPerSecond),
+		bind(b, &cli.IntFlag{Name: "max-events", Value: d.MaxEvents, Usage: "how many subscription events are read at once (each slot resting as long as an event held it); others wait their turn"}, &l.MaxEvents),
 	}
 }
 

@@ -92,9 +92,9 @@ type Options struct {
 	// StreamWriteTimeout bounds each write to a stream: a client that
 	// takes nothing for that long is dropped and its place freed.
 	StreamWriteTimeout time.Duration
-	// MaxPingsPerSecond bounds the ping messages a WebSocket connection
-	// sends (in a burst of as many); the connection sending more is
-	// closed with 4429.
+	// MaxPingsPerSecond bounds the ping messages of a WebSocket
+	// connection answered a second (in a burst of as many); past it the
+	// connection's next message is read only when the rate allows.
 	MaxPingsPerSecond int
 	// MaxInitBytes bounds a WebSocket connection's first message, its
 	// connection_init; a larger one closes the connection with 4400.
