@@ -47,8 +47,10 @@ import (
 //     address of its own, initialised and then silent.
 //
 // For each neighbour it reports the p50 and p99 alone and beside it, the
-// ratio of the p99s, and the simple queries that failed or timed out (none
-// should). Run it with -benchtime 1x.
+// ratio of the p99s, the simple queries that failed or timed out (none
+// should), and the CPU the process used (server, clients and neighbour
+// alike: on a machine shared with other work, what it was given). Run it
+// with -benchtime 1x.
 func BenchmarkNeighbours(b *testing.B) {
 	rate := envInt("FLOWSNAP_BENCH_RATE", 100)
 	round := time.Duration(envInt("FLOWSNAP_BENCH_ROUND_MS", 2000)) * time.Millisecond
@@ -72,11 +74,18 @@ func BenchmarkNeighbours(b *testing.B) {
 				b.Run(c.name, func(b *testing.B) {
 					for b.Loop() {
 						var alone, beside []time.Duration
+						var cpu [2]float64
 						failed := 0
 						for range rounds {
+							c0 := selfCPU()
 							lat, f := steadyRate(n.ids, simple, rate, round)
+							cpu[0] += selfCPU() - c0
 							alone, failed = append(alone, lat...), failed+f
-							lat, f = n.beside(c.neighbour, func() ([]time.Duration, int) { return steadyRate(n.ids, simple, rate, round) }, round)
+							lat, f = n.beside(c.neighbour, func() ([]time.Duration, int) {
+								c0 := selfCPU()
+								defer func() { cpu[1] += selfCPU() - c0 }()
+								return steadyRate(n.ids, simple, rate, round)
+							}, round)
 							beside, failed = append(beside, lat...), failed+f
 						}
 						a50, a99 := percentiles(alone)
@@ -87,6 +96,10 @@ func BenchmarkNeighbours(b *testing.B) {
 						b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 						b.ReportMetric(float64(p99)/float64(max(a99, 1)), "p99-ratio")
 						b.ReportMetric(float64(failed), "failed")
+						// The process's CPU (server, clients and neighbour
+						// alike), in cores.
+						b.ReportMetric(cpu[0]/(float64(rounds)*round.Seconds()), "cores-alone")
+						b.ReportMetric(cpu[1]/(float64(rounds)*round.Seconds()), "cores-beside")
 					}
 				})
 			}
