@@ -30,8 +30,33 @@ var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 // type, and what the read-ahead found of them (mayRead); nil for a
 // document whose fields depend on its variables.
 type docFields struct {
-	m     sync.Map // collectedKey → []graphql.CollectedField
-	reads sync.Map // collectedKey of a field's selection and type → bool
+	m     sync.Map // selectionKey → []graphql.CollectedField
+	reads sync.Map // selectionKey of a field's selection and type → bool
+}
+
+// maxShared is the most selections a set may have to be shared: sets are
+// most often a fragment or a handful of fields.
+const maxShared = 8
+
+// selectionKey names a selection set on a type by the document's own
+// nodes, which every request of the document shares. The slice holding
+// them is no key: the executor merges a field's selections into a new
+// slice on every request, and a cache keyed by it grows without bound.
+type selectionKey struct {
+	sels [maxShared]ast.Selection
+	n    int
+	typ  string
+}
+
+// keyOf returns the shared key of sel on typ; false when sel has too many
+// selections to be shared.
+func keyOf(sel ast.SelectionSet, typ string) (selectionKey, bool) {
+	k := selectionKey{n: len(sel), typ: typ}
+	if len(sel) > maxShared {
+		return k, false
+	}
+	copy(k.sels[:], sel)
+	return k, true
 }
 
 // sharedOf returns the shared fields of oc's document; nil when its fields
@@ -60,12 +85,15 @@ func collectFields(oc *graphql.OperationContext, sel ast.SelectionSet, implement
 	if len(sel) > 0 && len(implementors) > 0 {
 		d = sharedOf(oc)
 	}
-	if d == nil {
-		return graphql.CollectFields(oc, sel, implementors)
-	}
 	// A type's implementors start with the type itself: the first names
 	// the set.
-	key := collectedKey{first: &sel[0], n: len(sel), typ: implementors[0]}
+	key, keyed := selectionKey{}, false
+	if d != nil {
+		key, keyed = keyOf(sel, implementors[0])
+	}
+	if !keyed {
+		return graphql.CollectFields(oc, sel, implementors)
+	}
 	if fields, ok := d.m.Load(key); ok {
 		return fields.([]graphql.CollectedField)
 	}

@@ -402,7 +402,10 @@ func (p *Planner) mayRead(oc *graphql.OperationContext, f graphql.CollectedField
 	}
 	typ := f.Definition.Type.Name()
 	d := sharedOf(oc)
-	key := collectedKey{first: &f.Selections[0], n: len(f.Selections), typ: typ}
+	key, keyed := keyOf(f.Selections, typ)
+	if !keyed {
+		d = nil
+	}
 	if d != nil {
 		if reads, ok := d.reads.Load(key); ok {
 			return reads.(bool)
