@@ -499,3 +499,9 @@ func aliases(n int) string {
 	}
 	return b.String()
 }
+
+// String shows an event as its JSON, for failure messages.
+func (ev event) String() string {
+	b, _ := json.Marshal(ev)
+	return string(b)
+}
