@@ -263,7 +263,8 @@ func isSubscription(ctx context.Context) bool {
 
 // liftDeadlines lifts the server's read and write deadlines from
 // subscription requests (WebSocket upgrades, SSE): they are meant to bound
-// a request, and a stream lives as long as its client wants. An SSE
+// a request, and a stream lives as long as its client wants; each of its
+// writes has StreamWriteTimeout instead (endpoint.stream, websocketConn). An SSE
 // request's body is still read under the read deadline, which is lifted
 // only once the body is whole: else a client trickling a body would hold
 // its connection for as long as it likes.
