@@ -226,6 +226,10 @@ func TestANeverReadingStreamIsDroppedAtItsWriteDeadline(t *testing.T) {
 	t.Run("over SSE", func(t *testing.T) {
 		conn := rawSSE(t, addr, "127.0.0.1", feed)
 		defer conn.Close()
+		// The stream began (reading its first few KiB, no more).
+		if status, head := statusOf(t, conn); status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, head)
+		}
 		refusedThenFreed(t)
 	})
 	t.Run("over WebSocket", func(t *testing.T) {
