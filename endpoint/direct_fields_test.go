@@ -14,6 +14,7 @@ import (
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/graph"
 	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
 )
 
 // leftToTheExecutor are the fields of the types a run is written with
@@ -34,8 +35,14 @@ var leftToTheExecutor = map[string]bool{
 // a run that has it, and requires the direct answer to write it, byte for
 // byte as the executor does.
 func TestTheDirectAnswerKnowsEveryField(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) { directAnswerKnowsEveryField(t, d) })
+	}
+}
+
+func directAnswerKnowsEveryField(t *testing.T, d store.Dialect) {
 	logs := &syncBuffer{}
-	e := fixture(t, store.SQLite, endpoint.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	e := fixture(t, d, endpoint.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	ctx := context.Background()
 	w := engine.NewWriter(e.db, func() int64 { return createdAt })
 	must(t, w.CreateRun(ctx, engine.NewRun{ID: "claimed", FlowName: "ops"}))
