@@ -46,9 +46,6 @@ func TestPreparedPlans(t *testing.T) {
 	if dsn := os.Getenv("FLOWSNAP_PLANS_POSTGRES"); dsn != "" {
 		db = storetest.OpenReader(t, dsn)
 	} else {
-		if storetest.PostgresURL() == "" {
-			t.Skip("no PostgreSQL")
-		}
 		f := newFixture(t, store.Postgres)
 		if _, err := engine.Seed(ctx, f.db, engine.SeedOptions{Runs: planStoreRuns, Seed: 5}); err != nil {
 			t.Fatal(err)
