@@ -2,12 +2,13 @@ package endpoint_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,40 +22,82 @@ import (
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
 
-// BenchmarkLiveFanOut holds 1,000 subscriptions on position and 100 on
-// run(id) over WebSocket while the simulated engine writes 50 transactions
-// a second to a SQLite store, for FLOWSNAP_LIVE_BENCH_SECONDS (default 10)
-// per iteration. It reports the delay from a commit to the first position
-// event of each subscriber that shows it (a commit's moment is when a 1ms
-// poll of the revision first saw it, so the figures may be up to a
-// millisecond short), and the CPU and memory of the whole process: server,
-// clients and engine together.
+// BenchmarkLiveFanOut holds 1,000 subscriptions of one kind over WebSocket
+// (position: 1,000 on position; run: 1,000 on run(id), the unfinished runs
+// first) while the simulated engine writes 50 transactions a second, in each
+// dialect, for FLOWSNAP_LIVE_BENCH_SECONDS (default 10) per iteration, with
+// the watcher's interval from FLOWSNAP_BENCH_LIVE_INTERVALS (a comma list of
+// durations, default the default --live-interval). It reports the delay from
+// a commit to the first event of each subscriber that shows it (a commit's
+// moment is when a 1ms poll of the revision first saw it, so the figures may
+// be up to a millisecond short), and the CPU and memory of the whole process:
+// server, clients and engine together.
 func BenchmarkLiveFanOut(b *testing.B) {
-	seconds := 10
-	if s := os.Getenv("FLOWSNAP_LIVE_BENCH_SECONDS"); s != "" {
-		seconds, _ = strconv.Atoi(s)
+	seconds := envInt("FLOWSNAP_LIVE_BENCH_SECONDS", 10)
+	intervals := []time.Duration{live.DefaultInterval}
+	if s := os.Getenv("FLOWSNAP_BENCH_LIVE_INTERVALS"); s != "" {
+		intervals = nil
+		for _, f := range strings.Split(s, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("FLOWSNAP_BENCH_LIVE_INTERVALS: %v", err)
+			}
+			intervals = append(intervals, d)
+		}
 	}
-	for b.Loop() {
-		liveFanOut(b, time.Duration(seconds)*time.Second)
+	for _, d := range storetest.Dialects {
+		for _, kind := range []string{"position", "run"} {
+			for _, interval := range intervals {
+				b.Run(fmt.Sprintf("%s/%s/interval=%s", d, kind, interval), func(b *testing.B) {
+					for b.Loop() {
+						liveFanOut(b, d, kind, interval, time.Duration(seconds)*time.Second)
+					}
+				})
+			}
+		}
 	}
 }
 
-func liveFanOut(b *testing.B, duration time.Duration) {
-	dsn := storetest.DSN(b, store.SQLite)
+func liveFanOut(b *testing.B, d store.Dialect, kind string, interval, duration time.Duration) {
+	dsn := storetest.DSN(b, d)
 	db := storetest.OpenDSN(b, dsn, true)
 	ctx := context.Background()
 	if _, err := engine.Seed(ctx, db, engine.SeedOptions{Runs: 2000, Seed: 3}); err != nil {
 		b.Fatal(err)
 	}
+	// The runs watched: the unfinished ones first, which the engine moves.
+	var runIDs []string
+	if kind == "run" {
+		tx, err := db.BeginRead(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, `SELECT run_id FROM flows_runs ORDER BY CASE WHEN status IN ('pending', 'running', 'suspended') THEN 0 ELSE 1 END, run_id LIMIT 1000`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				b.Fatal(err)
+			}
+			runIDs = append(runIDs, id)
+		}
+		rows.Close()
+		_ = tx.Rollback(ctx)
+		if len(runIDs) < 1000 {
+			b.Fatalf("%d runs to watch, want 1,000", len(runIDs))
+		}
+	}
 	reader := snapshot.NewReader(storetest.OpenReader(b, dsn))
-	watcher := live.New(reader, live.Options{MaxSubscriptions: 1100})
+	watcher := live.New(reader, live.Options{MaxSubscriptions: 1000, Interval: interval})
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() { _ = watcher.Run(wctx) }()
 	<-watcher.Ready()
 	// One client holds every subscription.
 	// FLOWSNAP_BENCH_MAX_EVENTS sets --max-events (default: half the CPUs).
-	srv := httptest.NewServer(endpoint.NewHandler(reader, endpoint.Options{Live: watcher, MaxSubscriptionsPerClient: 1100,
+	srv := httptest.NewServer(endpoint.NewHandler(reader, endpoint.Options{Live: watcher, MaxSubscriptionsPerClient: 1000,
 		MaxEvents: envInt("FLOWSNAP_BENCH_MAX_EVENTS", 0)}))
 	defer srv.Close()
 
@@ -94,21 +137,32 @@ func liveFanOut(b *testing.B, duration time.Duration) {
 		return out
 	}
 
+	// seenFrom returns when the first sampled revision at or after rev
+	// was seen: no earlier than rev's commit.
+	seenFrom := func(rev int64) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		i, _ := slices.BinarySearch(revs, rev)
+		if i == len(revs) {
+			return time.Time{}, false
+		}
+		return seen[revs[i]], true
+	}
+
 	var delays []time.Duration
 	var dmu sync.Mutex
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
-	for c := range 11 {
+	for c := range 10 {
 		conn := dialWS(b, srv.URL)
 		for k := range 100 {
 			var ch <-chan event
-			if c < 10 {
+			if kind == "position" {
 				ch, _ = conn.subscribe(fmt.Sprint(k), `subscription { position { revision } }`, nil)
 			} else {
 				ch, _ = conn.subscribe(fmt.Sprint(k), `subscription($id: ID!) { run(id: $id) { ... on Run { status revision } } }`,
-					map[string]any{"id": fmt.Sprintf("run-%07d", 1+k*19)})
+					map[string]any{"id": runIDs[c*100+k]})
 			}
-			position := c < 10
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -117,19 +171,35 @@ func liveFanOut(b *testing.B, duration time.Duration) {
 					select {
 					case ev := <-ch:
 						now := time.Now()
-						if !position || ev.Extensions.Position == nil {
+						if kind == "position" {
+							if ev.Extensions.Position == nil {
+								continue
+							}
+							rev := ev.Extensions.Position.Revision
+							if prev >= 0 {
+								// Every commit this event is the first to show.
+								dmu.Lock()
+								for _, at := range committedIn(prev, rev) {
+									delays = append(delays, now.Sub(at))
+								}
+								dmu.Unlock()
+							}
+							prev = rev
 							continue
 						}
-						rev := ev.Extensions.Position.Revision
-						if prev >= 0 {
-							// Every commit this event is the first to show.
-							dmu.Lock()
-							for _, at := range committedIn(prev, rev) {
-								delays = append(delays, now.Sub(at))
-							}
-							dmu.Unlock()
+						var run struct{ Revision int64 }
+						if json.Unmarshal(ev.Data["run"], &run) != nil || run.Revision == 0 {
+							continue
 						}
-						prev = rev
+						if prev >= 0 && run.Revision > prev {
+							// The commit of the run's change this event is the first to show.
+							if at, ok := seenFrom(run.Revision); ok {
+								dmu.Lock()
+								delays = append(delays, now.Sub(at))
+								dmu.Unlock()
+							}
+						}
+						prev = max(prev, run.Revision)
 					case <-runCtx.Done():
 						return
 					}
@@ -159,7 +229,7 @@ func liveFanOut(b *testing.B, duration time.Duration) {
 	n := len(delays)
 	dmu.Unlock()
 	if n == 0 {
-		b.Fatal("no position event measured")
+		b.Fatal("no event measured")
 	}
 	b.ReportMetric(float64(delays[n/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(delays[n*99/100].Microseconds())/1000, "p99-ms")
@@ -167,4 +237,5 @@ func liveFanOut(b *testing.B, duration time.Duration) {
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MiB")
 	b.ReportMetric(float64(n), "commit-events")
+	b.ReportMetric(float64(interval.Microseconds())/1000, "interval-ms")
 }

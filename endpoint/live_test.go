@@ -525,8 +525,9 @@ func TestSubscriptionsOverSSE(t *testing.T) {
 
 // TestAThousandSubscribersShareEachTick holds 1,000 subscriptions (500 on
 // position, 500 on 50 runs) while the engine writes, and counts the
-// statements of every watcher tick: one for the revision, one for the
-// changed run ids when it moved, however many subscribe.
+// statements of every watcher tick, however many subscribe: one for the
+// revision, one for the changed run ids when it moved, and, when the tick
+// before found nothing new, the revision read alone first (three at most).
 func TestAThousandSubscribersShareEachTick(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {
@@ -602,10 +603,10 @@ func TestAThousandSubscribersShareEachTick(t *testing.T) {
 		e.mu.Unlock()
 		moved := 0
 		for _, n := range ticks {
-			if n > 2 {
-				t.Fatalf("a tick with 1,000 subscribers ran %d statements, want at most 2 (ticks: %v)", n, ticks)
+			if n > 3 {
+				t.Fatalf("a tick with 1,000 subscribers ran %d statements, want at most 3 (ticks: %v)", n, ticks)
 			}
-			if n == 2 {
+			if n >= 2 {
 				moved++
 			}
 		}

@@ -65,7 +65,9 @@ type Watcher struct {
 	last   int64
 	source string
 	seen   bool
-	ready  chan struct{} // closed at the first successful tick
+	// idle says the last tick found nothing new (see look).
+	idle  bool
+	ready chan struct{} // closed at the first successful tick
 	// failing says the last tick failed; warned is when a failure was
 	// last logged, and quiet how many were not logged since.
 	failing bool
@@ -195,15 +197,73 @@ func (w *Watcher) recovered() {
 // min or later. With replicas, reads land on copies that lag by different
 // amounts; the minimum keeps a lagging one from looking like a store
 // rewound to an earlier revision.
+//
+// After a tick that found nothing new, look first reads the position alone
+// (snapshot.Read.Alone): one statement, without BEGIN and ROLLBACK, which
+// is all an idle tick costs. Only when it moved are the changes read, in a
+// read of their own; after a tick that found something the store is
+// likely to have moved again, and look reads both at once.
 func (w *Watcher) look(ctx context.Context, min int64) (snapshot.Position, []snapshot.Change, error) {
+	statements := 0
+	defer func() {
+		if w.opts.OnTick != nil {
+			w.opts.OnTick(statements)
+		}
+	}()
+	w.mu.Lock()
+	peek := w.idle
+	w.mu.Unlock()
+	if peek {
+		rctx, rd := w.reader.Begin(ctx)
+		rd.AtLeast(min)
+		rd.Alone()
+		pos, err := w.reader.Position(rctx)
+		if err != nil || !w.moved(pos) {
+			statements += rd.Statements()
+			rd.End()
+			w.setIdle(err == nil)
+			return pos, nil, err
+		}
+		if !rd.RanAlone() {
+			// A reader with replicas reads nothing alone: the
+			// transaction is open, read the changes in it.
+			pos, changes, err := w.read(rctx)
+			statements += rd.Statements()
+			rd.End()
+			w.setIdle(err == nil && !w.movedSince(pos, changes))
+			return pos, changes, err
+		}
+		statements += rd.Statements()
+		rd.End()
+		// The changes are read no earlier than the revision just seen.
+		min = max(min, pos.Revision)
+	}
 	rctx, rd := w.reader.Begin(ctx)
 	rd.AtLeast(min)
 	pos, changes, err := w.read(rctx)
+	statements += rd.Statements()
 	rd.End()
-	if w.opts.OnTick != nil {
-		w.opts.OnTick(rd.Statements())
-	}
+	w.setIdle(err == nil && !w.movedSince(pos, changes))
 	return pos, changes, err
+}
+
+func (w *Watcher) setIdle(idle bool) {
+	w.mu.Lock()
+	w.idle = idle
+	w.mu.Unlock()
+}
+
+// moved reports whether pos is a later revision of the store whose changes
+// are being dispatched: the changes up to it are to be read.
+func (w *Watcher) moved(pos snapshot.Position) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen && pos.Source == w.source && pos.Revision > w.last
+}
+
+// movedSince reports whether a read found anything to dispatch.
+func (w *Watcher) movedSince(pos snapshot.Position, changes []snapshot.Change) bool {
+	return len(changes) > 0 || w.moved(pos)
 }
 
 // read returns the position and the changes after the last dispatched
@@ -213,12 +273,12 @@ func (w *Watcher) read(ctx context.Context) (snapshot.Position, []snapshot.Chang
 	if err != nil {
 		return pos, nil, err
 	}
-	w.mu.Lock()
-	last, seen, source := w.last, w.seen, w.source
-	w.mu.Unlock()
-	if !seen || pos.Source != source || pos.Revision <= last {
+	if !w.moved(pos) {
 		return pos, nil, nil
 	}
+	w.mu.Lock()
+	last := w.last
+	w.mu.Unlock()
 	n := w.opts.ChangesPerTick
 	feed, err := w.reader.Changes(ctx, snapshot.ChangesRequest{Since: last, First: &n})
 	if err != nil {

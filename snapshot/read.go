@@ -499,10 +499,43 @@ func (q *querier) position() (Position, error) {
 		}
 		return q.rd.pos, nil
 	}
+	if q.rd.tx == nil && q.rd.alone {
+		return q.positionAlone()
+	}
 	if q.rd.tx == nil {
 		if _, err := q.rd.open(q.ctx, "", nil); err != nil {
 			return Position{}, err
 		}
+	}
+	return q.rd.pos, nil
+}
+
+// selectNothing is the statement a read run alone carries when it needs
+// the position only.
+const selectNothing = `SELECT 1 AS alone_nothing`
+
+// positionAlone reads the position alone (see Alone): one statement, no
+// BEGIN or ROLLBACK, for a read that needs nothing else.
+func (q *querier) positionAlone() (Position, error) {
+	rows, err := q.rd.openAlone(q.ctx, selectNothing, nil)
+	if err != nil {
+		return Position{}, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var nothing int64
+		if err := rows.Scan(&nothing); err != nil {
+			return Position{}, persistenceUnlessCoded(err, "reading the position")
+		}
+		// The scan counted the position and a statement beside it; the
+		// position was the whole statement.
+		q.rd.statements--
+	}
+	if err := rows.Err(); err != nil {
+		return Position{}, persistenceUnlessCoded(err, "reading the position")
+	}
+	if !q.placed() {
+		return Position{}, fault.Errorf(fault.PersistenceFailed, "the store answered no position row: it is not an engine store")
 	}
 	return q.rd.pos, nil
 }
