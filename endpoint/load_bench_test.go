@@ -174,6 +174,7 @@ func BenchmarkLoad(b *testing.B) {
 					},
 					every: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) ` + everyPageField + ` } } }`},
 			}
+			shapes = append(shapes, loadListShapes(b, d, db, runCols)...)
 			srv := startLoadServer(b, reader, dsn)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			for _, s := range shapes {

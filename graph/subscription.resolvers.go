@@ -17,7 +17,9 @@ import (
 // Position is the resolver for the position field.
 func (r *subscriptionResolver) Position(ctx context.Context) (<-chan *snapshot.Position, error) {
 	return live.Watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.Position, int64, bool, error) {
-		p, err := r.Reader.Position(ctx)
+		// A Position has nothing but the position: its event is one
+		// statement.
+		p, err := r.Reader.PositionAlone(ctx)
 		if err != nil {
 			return nil, 0, false, err
 		}

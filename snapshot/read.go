@@ -701,6 +701,17 @@ func (r *Reader) Position(ctx context.Context) (Position, error) {
 	return readWith(ctx, r, func(q *querier) (Position, error) { return q.position() })
 }
 
+// PositionAlone is Position for an operation that reads nothing else,
+// such as a position subscription's event: a read carried by ctx and not
+// opened yet reads it alone (see Read.Alone), one statement without BEGIN
+// and ROLLBACK.
+func (r *Reader) PositionAlone(ctx context.Context) (Position, error) {
+	if rd, ok := ctx.Value(readKey{}).(*Read); ok && rd.r == r {
+		rd.Alone()
+	}
+	return r.Position(ctx)
+}
+
 // readWith is r.with for a read that returns a value: fn's, read in the
 // operation's snapshot.
 func readWith[T any](ctx context.Context, r *Reader, fn func(q *querier) (T, error)) (T, error) {
