@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -151,6 +152,9 @@ func liveFanOut(b *testing.B, d store.Dialect, kind string, interval, duration t
 
 	var delays []time.Duration
 	var dmu sync.Mutex
+	// received counts the events of every subscriber; those before the
+	// engine starts are taken off.
+	var received atomic.Int64
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	for c := range 10 {
@@ -171,6 +175,7 @@ func liveFanOut(b *testing.B, d store.Dialect, kind string, interval, duration t
 					select {
 					case ev := <-ch:
 						now := time.Now()
+						received.Add(1)
 						if kind == "position" {
 							if ev.Extensions.Position == nil {
 								continue
@@ -213,6 +218,7 @@ func liveFanOut(b *testing.B, d store.Dialect, kind string, interval, duration t
 	var before syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	start := time.Now()
+	first := received.Load()
 	simCtx, simStop := context.WithTimeout(ctx, duration)
 	defer simStop()
 	_ = engine.Simulate(simCtx, db, engine.SimOptions{Rate: 50, Seed: 9})
@@ -237,5 +243,6 @@ func liveFanOut(b *testing.B, d store.Dialect, kind string, interval, duration t
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(after.Maxrss)/1024, "maxrss-MiB")
 	b.ReportMetric(float64(n), "commit-events")
+	b.ReportMetric(float64(received.Load()-first)/wall.Seconds(), "events/s")
 	b.ReportMetric(float64(interval.Microseconds())/1000, "interval-ms")
 }

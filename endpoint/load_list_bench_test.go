@@ -14,11 +14,11 @@ import (
 
 // loadListShapes are the shapes of BenchmarkLoad that find runs without
 // knowing their ids: a listRuns page of 100, newest first, per filter of
-// RunFilter (list/<filter>), and a page of 100 of the change feed with each
+// RunFilter (list-<filter>), and a page of 100 of the change feed with each
 // change's run (changes), each beside bare SQL reading the same rows. The
 // values filtered on are the store's own: its most common flow name,
 // parent, execution parent and lineage, a month before its newest run, its
-// median finish and 90th-percentile heartbeat. By default only list/status
+// median finish and 90th-percentile heartbeat. By default only list-status
 // and changes run, so that the benchmark's default run stays short;
 // FLOWSNAP_BENCH_LOAD_FILTERS=all adds every filter, or a comma list names
 // the filters to add.
@@ -110,14 +110,13 @@ func loadListShapes(b *testing.B, d store.Dialect, db *store.DB, runCols string)
 			vars["f"] = f.filter
 		}
 		raw := `SELECT ` + runCols + ` FROM flows_runs r WHERE ` + f.terms + ` ORDER BY r.` + col + ` DESC, r.run_id DESC LIMIT 101`
-		shapes = append(shapes, loadShape{name: "list/" + f.name, query: listQuery,
+		shapes = append(shapes, loadShape{name: "list-" + f.name, query: listQuery,
 			vars: func(string) map[string]any { return vars },
 			raw:  func(tx store.Tx, _ string) error { return rawRows(tx, raw) }})
 	}
 	// The change feed as a projection reads it: each change with its run.
 	// Bare SQL bounds the page by the position, as the feed does.
-	rawChanges := `SELECT c.run_id, c.revision, c.deleted, r.status, r.state_json, r.created_at_ms
-		FROM flows_run_changes c LEFT JOIN flows_runs r ON r.run_id = c.run_id
+	rawChanges := `SELECT c.run_id, c.revision, c.deleted, r.status, r.state_json, r.created_at_ms FROM flows_run_changes c LEFT JOIN flows_runs r ON r.run_id = c.run_id
 		WHERE c.revision > ` + d.Bound(1) + ` AND c.revision <= ` + d.Bound(2) + ` ORDER BY c.revision LIMIT 101`
 	shapes = append(shapes, loadShape{name: "changes",
 		query: `query($s: SafeInt!) { changes(since: $s, first: 100) { changes { runId revision deleted

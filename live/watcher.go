@@ -26,7 +26,8 @@ const Unavailable fault.Code = "UNAVAILABLE"
 
 // Options configure a Watcher. Zero values mean the defaults.
 type Options struct {
-	// Interval is how often the store's revision is read; default 250ms.
+	// Interval is how often the store's revision is read; default 100ms
+	// (docs/benchmarks.md#subscriptions-fan-out says why).
 	Interval time.Duration
 	// MaxSubscriptions bounds the subscriptions open at once; default 1000.
 	MaxSubscriptions int
@@ -45,7 +46,7 @@ type Options struct {
 
 // The defaults of Options.
 const (
-	DefaultInterval         = 250 * time.Millisecond
+	DefaultInterval         = 100 * time.Millisecond
 	DefaultMaxSubscriptions = 1000
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
+	"github.com/flowsnap/flowsnap/store/vocab"
 )
 
 // TestASlowSubscriberGetsTheLatestRevision lets the engine commit many
@@ -86,6 +87,52 @@ func TestASlowSubscriberGetsTheLatestRevision(t *testing.T) {
 		}
 		if coalesced == 0 {
 			t.Fatal("no notification was coalesced while the subscriber took nothing")
+		}
+	})
+}
+
+// TestAnIdleTickIsOneStatement ticks by hand: a tick that finds nothing new
+// runs one statement (the revision read alone); the first that finds a
+// commit after it reads the changes too, and tells the subscriber.
+func TestAnIdleTickIsOneStatement(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		db := storetest.Open(t, d)
+		ew := engine.NewWriter(db, nil)
+		ctx := context.Background()
+		if err := ew.CreateRun(ctx, engine.NewRun{ID: "r1", FlowName: "idle"}); err != nil {
+			t.Fatal(err)
+		}
+		var ticks []int
+		w := live.New(snapshot.NewReader(db), live.Options{OnTick: func(n int) { ticks = append(ticks, n) }})
+		w.Tick(ctx)
+		sub, err := w.Subscribe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		sub.WatchRun("r1")
+		w.Tick(ctx)
+		w.Tick(ctx)
+		w.Tick(ctx)
+		if err := ew.Start(ctx, "r1", vocab.Owner{HostID: "h", PID: 1, Nonce: "n"}); err != nil {
+			t.Fatal(err)
+		}
+		w.Tick(ctx)
+		select {
+		case <-sub.Changed():
+		default:
+			t.Fatal("the tick after a commit did not tell r1's subscriber")
+		}
+		w.Tick(ctx)
+		// The first tick reads the position in a transaction; then idle
+		// ticks, the commit's tick (the revision alone, then the position
+		// and the changes), and the tick after it, which reads in a
+		// transaction again and finds nothing.
+		want := []int{1, 1, 1, 1, 3, 1}
+		if fmt.Sprint(ticks) != fmt.Sprint(want) {
+			t.Fatalf("statements per tick %v, want %v", ticks, want)
 		}
 	})
 }

@@ -226,3 +226,46 @@ func TestReadsEndedWithTheirLastStatement(t *testing.T) {
 		noOpenReads(t, f.ro)
 	})
 }
+
+// TestThePositionReadAlone reads the position alone (PositionAlone): one
+// statement, the same position a transaction reads, a second statement
+// refused, and a minimum beyond the store is SOURCE_CHANGED as in a
+// transaction.
+func TestThePositionReadAlone(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		f.create(t, engine.NewRun{ID: "a", FlowName: "f"})
+		ctx := context.Background()
+		want, err := f.r.Position(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rd := f.r.Begin(ctx)
+		got, err := f.r.PositionAlone(rctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want || !rd.RanAlone() {
+			t.Fatalf("position %+v (alone: %v), want %+v read alone", got, rd.RanAlone(), want)
+		}
+		if n := rd.Statements(); n != 1 {
+			t.Errorf("%d statements, want 1", n)
+		}
+		if again, err := f.r.Position(rctx); err != nil || again != want {
+			t.Errorf("the position asked again: %+v, %v", again, err)
+		}
+		if _, err := f.r.Runs(rctx, []string{"a"}); fault.CodeOf(err) != fault.Internal {
+			t.Errorf("a second statement after the position read alone: %v, want INTERNAL", err)
+		}
+		rd.End()
+
+		rctx, rd = f.r.Begin(ctx)
+		rd.AtLeast(want.Revision + 1)
+		if _, err := f.r.PositionAlone(rctx); fault.CodeOf(err) != fault.SourceChanged {
+			t.Errorf("a minimum beyond the store read alone: %v, want SOURCE_CHANGED", err)
+		}
+		rd.End()
+	})
+}
