@@ -124,7 +124,7 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 				return nil
 			}}, &o.expensiveReads),
 		bind(b, &cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)"}, &o.replica.pgExecMode),
-	}, b.limitFlags(&o.limits)...)
+	}, append(b.authFlags(o), b.limitFlags(&o.limits)...)...)
 }
 
 // limitFlags are the bounds on one request's document, validation and

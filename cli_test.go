@@ -17,6 +17,8 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"cors-origin", "log-format", "stale-after", "stats-interval", "stats-max-flows", "live-interval", "max-subscriptions", "debug-addr", "gc-percent",
 		"replica", "stale-wait", "stale-from-primary", "replica-check-interval", "max-replica-lag", "allowed-hosts",
 		"statement-timeout", "expensive-reads", "pg-exec-mode",
+		"auth", "allow-unauthenticated", "tokens-file", "jwt-jwks-url", "jwt-issuer", "jwt-audience", "jwt-claim",
+		"tls-cert", "tls-key", "metrics-addr",
 		"max-tokens", "max-nodes", "max-fields", "max-same-name", "max-aliases", "max-errors", "max-body-bytes",
 		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent"}
 	want := map[string][]string{
@@ -49,6 +51,9 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"max-parsing-queue": "FLOWSNAP_MAX_PARSING_QUEUE", "parsing-duty-percent": "FLOWSNAP_PARSING_DUTY_PERCENT",
 		"data": "FLOWSNAP_DATA", "runs": "FLOWSNAP_RUNS", "rate": "FLOWSNAP_RATE", "seed": "FLOWSNAP_SEED", "db": "FLOWSNAP_DB",
 		"server": "FLOWSNAP_SERVER", "token": "FLOWSNAP_TOKEN",
+		"auth": "FLOWSNAP_AUTH", "allow-unauthenticated": "FLOWSNAP_ALLOW_UNAUTHENTICATED", "tokens-file": "FLOWSNAP_TOKENS_FILE",
+		"jwt-jwks-url": "FLOWSNAP_JWT_JWKS_URL", "jwt-issuer": "FLOWSNAP_JWT_ISSUER", "jwt-audience": "FLOWSNAP_JWT_AUDIENCE",
+		"jwt-claim": "FLOWSNAP_JWT_CLAIM", "tls-cert": "FLOWSNAP_TLS_CERT", "tls-key": "FLOWSNAP_TLS_KEY", "metrics-addr": "FLOWSNAP_METRICS_ADDR",
 	}
 	root := newCommand(func(string) string { return "" }, io.Discard, nil)
 	cmds := append([]*cli.Command{root}, root.Commands...)

@@ -18,6 +18,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/endpoint/record"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/graph"
@@ -71,6 +72,18 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer sw.finish()
 	if r.Header.Get("Upgrade") != "" {
 		rec.SetReport(func(f record.Refusal) { e.log(ctx, f, r, http.StatusSwitchingProtocols, time.Since(start)) })
+	}
+	if e.opts.Authenticator != nil {
+		p, err := e.authenticate(r)
+		if err != nil {
+			refuseUnauthenticated(sw, r, rec, err)
+			e.done(ctx, rec, r, sw.status, time.Since(start))
+			return
+		}
+		if p != nil {
+			ctx = access.NewContext(ctx, p)
+			r = r.WithContext(ctx)
+		}
 	}
 	switch status, msg, params := e.check(sw, r); {
 	case status == answered:
@@ -147,6 +160,9 @@ func (e *endpoint) log(ctx context.Context, f record.Refusal, r *http.Request, s
 	}
 	if f.Name != "" {
 		attrs = append(attrs, slog.String("operation", f.Name))
+	}
+	if p, ok := principalOf(ctx, e.opts); ok {
+		attrs = append(attrs, p)
 	}
 	if f.Cause != "" {
 		attrs = append(attrs, slog.String("cause", f.Cause))

@@ -82,14 +82,18 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 // is a GET, and an SSE request a POST of JSON that accepts
 // text/event-stream.
 func addLiveTransports(srv *handler.Server, opts Options) {
-	srv.AddTransport(transport.Websocket{
+	ws := transport.Websocket{
 		// graphql-transport-ws keeps alive with ping messages, which the
 		// client answers with pong: a client that stops answering is gone.
 		PingPongInterval: opts.KeepAlive,
 		// The older graphql-ws subprotocol has keep-alive messages.
 		KeepAlivePingInterval: opts.KeepAlive,
 		InitTimeout:           30 * time.Second,
-	})
+	}
+	if opts.Authenticator != nil {
+		ws.InitFunc = wsInit(opts.Authenticator)
+	}
+	srv.AddTransport(ws)
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 }
 
@@ -282,6 +286,9 @@ func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool)
 	}
 	if q.cached {
 		attrs = append(attrs, slog.Bool("cached", true))
+	}
+	if p, ok := principalOf(ctx, opts); ok {
+		attrs = append(attrs, p)
 	}
 	if !record.Of(ctx).Refused() {
 		// A refused request is logged once, by the endpoint, with a rate

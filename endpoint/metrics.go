@@ -33,7 +33,7 @@ func NewMetrics() *Metrics {
 		revision: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowsnap_position_revision", Help: "The store revision the latest operation read at."}),
 		readTx:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "flowsnap_read_transaction_seconds", Help: "How long read transactions stayed open.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)}),
 		readErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowsnap_read_transaction_rollback_errors_total", Help: "Read transactions whose rollback failed."}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_graphql_refused_requests_total", Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal."}, []string{"reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_graphql_refused_requests_total", Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal, unauthenticated, forbidden (scrapes of /metrics without a valid credential count as unauthenticated)."}, []string{"reason"}),
 		names:    map[string]bool{},
 	}
 	return m
@@ -42,6 +42,12 @@ func NewMetrics() *Metrics {
 // Collectors are the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals}
+}
+
+// Refused counts a request refused outside /graphql by reason (an
+// unauthenticated scrape of /metrics).
+func (m *Metrics) Refused(reason string) {
+	m.refusals.WithLabelValues(reason).Inc()
 }
 
 // ObserveRead records one read transaction; it fits snapshot.Reader.OnRead.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/flowsnap/flowsnap/auth"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
@@ -74,6 +75,13 @@ type Options struct {
 	// Tracer, when set, makes each operation and each subscription event
 	// a span (trace.go); nil traces nothing.
 	Tracer trace.Tracer
+	// Authenticator, when set, turns on authentication
+	// (docs/contract.md#authentication): every request carries a bearer
+	// token, in its Authorization header or, for a WebSocket, in its
+	// connection_init payload; without a valid one it is refused with
+	// UNAUTHENTICATED (HTTP 401, WebSocket close 4401). The principal is put
+	// in the request's context (access.NewContext) for everything below.
+	Authenticator auth.Authenticator
 	// NoDirect leaves every operation to gqlgen's executor, which
 	// otherwise answers only the queries the direct answer does not know
 	// (direct.go): the same response, at a higher cost.
