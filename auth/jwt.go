@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"slices"
 	"sync"
@@ -122,12 +123,62 @@ func NewJWT(ctx context.Context, opts JWTOptions) (*JWT, error) {
 		return nil, fmt.Errorf("starting the JWKS cache: %w", err)
 	}
 	j.cache = cache
-	if err := cache.Register(ctx, opts.JWKSURL, jwk.WithWaitReady(false),
+	if err := cache.Register(ctx, opts.JWKSURL, jwk.WithWaitReady(false), jwk.WithHTTPClient(j.client()),
 		jwk.WithMinInterval(opts.MinRefresh), jwk.WithMaxInterval(opts.MaxRefresh)); err != nil {
 		j.stop()
 		return nil, fmt.Errorf("--jwt-jwks-url %q: %w", opts.JWKSURL, err)
 	}
 	return j, nil
+}
+
+// client is the HTTP client the keys are fetched with: a bounded time,
+// no redirect from HTTPS to HTTP and at most five, as the library's own;
+// a response it gets clears the last failure (failed records the next).
+func (j *JWT) client() *http.Client {
+	return &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: fetched{next: http.DefaultTransport, ok: j.fetched},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("more than 5 redirects")
+			}
+			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+				return errors.New("a redirect from https to http")
+			}
+			return nil
+		},
+	}
+}
+
+// fetched calls ok for every 200 response.
+type fetched struct {
+	next http.RoundTripper
+	ok   func()
+}
+
+func (f fetched) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := f.next.RoundTrip(req)
+	if err == nil && res.StatusCode == http.StatusOK {
+		f.ok()
+	}
+	return res, err
+}
+
+// fetched clears the last failure: the keys were fetched.
+func (j *JWT) fetched() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lastErr = nil
+}
+
+// Refresh fetches the keys now, whatever the interval; what it returns is
+// also what Status says.
+func (j *JWT) Refresh(ctx context.Context) (jwk.Set, error) {
+	set, err := j.cache.Refresh(ctx, j.opts.JWKSURL)
+	if err != nil {
+		j.failed(err)
+	}
+	return set, err
 }
 
 // Close stops fetching keys.
@@ -189,14 +240,10 @@ func (j *JWT) keys(ctx context.Context, kid string) (jwk.Set, bool) {
 	if !may {
 		return set, false
 	}
-	fresh, err := j.cache.Refresh(ctx, j.opts.JWKSURL)
+	fresh, err := j.Refresh(ctx)
 	if err != nil {
-		j.failed(err)
 		return set, false
 	}
-	j.mu.Lock()
-	j.lastErr = nil
-	j.mu.Unlock()
 	_, ok := fresh.LookupKeyID(kid)
 	return fresh, ok
 }

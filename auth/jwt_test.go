@@ -343,6 +343,16 @@ func TestJWTSaysWhenTheKeysCannotBeFetched(t *testing.T) {
 	if n := strings.Count(log.String(), "fetching the JWKS failed"); n != 1 {
 		t.Errorf("%d log lines about failed fetches, want 1 (rate-limited):\n%s", n, log.String())
 	}
+	// A fetch that works clears it.
+	is.down.Store(false)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := v.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.Status(); st != "" {
+		t.Errorf("status %q after a good fetch, want none", st)
+	}
 }
 
 func TestJWTOptionsAreChecked(t *testing.T) {
