@@ -233,6 +233,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					return nil
 				},
 			},
+			healthcheckCommand(b, stdout),
 			writerCommand("seed", "fill an engine store with a deterministic, realistic history", dbFlag(&seedDB), []cli.Flag{
 				bind(b, &cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write"}, &seedOpts.Runs),
 				bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history"}, &seedOpts.Seed),

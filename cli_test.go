@@ -22,13 +22,14 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"max-tokens", "max-nodes", "max-fields", "max-same-name", "max-aliases", "max-errors", "max-body-bytes",
 		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent"}
 	want := map[string][]string{
-		"flowsnap": append([]string{"data", "runs", "rate"}, serve...),
-		"serve":    append([]string{"db"}, serve...),
-		"migrate":  {"db"},
-		"seed":     {"db", "runs", "seed"},
-		"simulate": {"db", "rate", "seed"},
-		"runs":     {"server", "token"},
-		"flows":    {"server", "token", "prefix", "output"},
+		"flowsnap":    append([]string{"data", "runs", "rate"}, serve...),
+		"serve":       append([]string{"db"}, serve...),
+		"migrate":     {"db"},
+		"healthcheck": {"addr", "tls-cert"},
+		"seed":        {"db", "runs", "seed"},
+		"simulate":    {"db", "rate", "seed"},
+		"runs":        {"server", "token"},
+		"flows":       {"server", "token", "prefix", "output"},
 	}
 	// The ops commands' own options are the command's, not the deployment's:
 	// they have no environment twin.

@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowsnap/flowsnap/opscli"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
 )
@@ -124,5 +126,35 @@ func TestTLSRefusesAPairThatDoesNotLoad(t *testing.T) {
 	selfSigned(t, "b", filepath.Join(dir, "other.crt"), keyPath) // the key no longer matches
 	if out, err := runCmd(t, noEnv, "serve", "--db", dsn, "--addr", "127.0.0.1:0", "--tls-cert", certPath, "--tls-key", keyPath); err == nil {
 		t.Fatalf("started:\n%s", out)
+	}
+}
+
+func TestHealthcheckAsksReadyz(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.SQLite)
+	storetest.OpenDSN(t, dsn, true)
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	selfSigned(t, "probe", certPath, keyPath)
+	plain, _ := startServe(t, noEnv, "--db", dsn)
+	secure, _ := startServe(t, noEnv, "--db", dsn, "--tls-cert", certPath, "--tls-key", keyPath)
+	if out, err := runCmd(t, noEnv, "healthcheck", "--addr", plain); err != nil || !strings.HasPrefix(out, "ok") {
+		t.Errorf("a ready server: %v %q", err, out)
+	}
+	_, port, _ := net.SplitHostPort(secure)
+	env := func(k string) string {
+		return map[string]string{"FLOWSNAP_ADDR": "0.0.0.0:" + port, "FLOWSNAP_TLS_CERT": certPath}[k]
+	}
+	if out, err := runCmd(t, env, "healthcheck"); err != nil {
+		t.Errorf("a ready HTTPS server, configured by serve's environment: %v %q", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	if _, err := runCmd(t, noEnv, "healthcheck", "--addr", closed); err == nil || opscli.ExitCode(err) != 1 {
+		t.Errorf("nothing listening: %v, want exit 1", err)
 	}
 }
