@@ -268,6 +268,15 @@ func TestTokensModeAuthenticatesEveryTransport(t *testing.T) {
 			}
 			subscribe(t, c)
 		})
+		t.Run("a wrong token on the upgrade request is 401 before the upgrade", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			_, res, err := websocket.Dial(ctx, "ws://"+addr+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"},
+				HTTPHeader: http.Header{"Authorization": {"Bearer nope"}}})
+			if err == nil || res == nil || res.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("dial: %v %+v", err, res)
+			}
+		})
 		for name, payload := range map[string]map[string]any{"no token": nil, "a wrong token": {"authorization": "Bearer nope"}} {
 			t.Run(name+" closes 4401", func(t *testing.T) {
 				c, m, status := dial(t, "", payload)
@@ -314,9 +323,9 @@ func TestTokensModeAuthenticatesEveryTransport(t *testing.T) {
 		if m == nil {
 			t.Fatalf("no unauthenticated refusals counted:\n%s", b)
 		}
-		// 1 without a credential, 4 wrong, 1 SSE, 2 WebSocket, 1 scrape.
-		if n, _ := strconv.Atoi(string(m[1])); n < 9 {
-			t.Errorf("%d unauthenticated refusals counted, want at least 9", n)
+		// 1 without a credential, 4 wrong, 1 SSE, 3 WebSocket, 1 scrape.
+		if n, _ := strconv.Atoi(string(m[1])); n != 10 {
+			t.Errorf("%d unauthenticated refusals counted, want 10", n)
 		}
 	})
 	t.Run("the ops CLI sends its token", func(t *testing.T) {
@@ -336,6 +345,19 @@ func TestTokensModeAuthenticatesEveryTransport(t *testing.T) {
 		}
 	})
 	t.Run("the log names the principal, never the token", func(t *testing.T) {
+		// A refused operation of an authenticated request names it too.
+		if status, _, code := authPost(t, base+"/graphql", "Bearer "+secret, "{ position { revision "); code != "BAD_USER_INPUT" {
+			t.Fatalf("a broken query: %d %q", status, code)
+		}
+		refusedNamed := false
+		deadline := time.Now().Add(5 * time.Second)
+		for !refusedNamed && time.Now().Before(deadline) {
+			refusedNamed = strings.Contains(out.String(), `"msg":"graphql refused"`) && regexp.MustCompile(`"msg":"graphql refused"[^\n]*"reason":"parse"[^\n]*"principal":"ops-bot"`).MatchString(out.String())
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !refusedNamed {
+			t.Errorf("the refused operation's line does not name the principal:\n%s", out.String())
+		}
 		log := out.String()
 		if strings.Contains(log, secret) {
 			t.Errorf("the token is in the log:\n%s", log)
