@@ -456,3 +456,38 @@ func TestMetricsAddrServesMetricsWithoutACredential(t *testing.T) {
 		t.Errorf("%s: %d", m[1], status)
 	}
 }
+
+// TestPagesOnAllowedOriginsMaySendTheirToken: a page on an origin
+// --cors-origin allows sends Authorization; its preflight allows it, and
+// the answer to a refused token lets the page read why.
+func TestPagesOnAllowedOriginsMaySendTheirToken(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.SQLite)
+	storetest.OpenDSN(t, dsn, true)
+	path := tokenFile(t, map[string]string{"page": "page-token"})
+	addr, _ := startServe(t, noEnv, "--db", dsn, "--auth", "tokens", "--tokens-file", path, "--cors-origin", "https://ops.example.com")
+	req, _ := http.NewRequest(http.MethodOptions, "http://"+addr+"/graphql", nil)
+	req.Header.Set("Origin", "https://ops.example.com")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode/100 != 2 || !strings.Contains(strings.ToLower(res.Header.Get("Access-Control-Allow-Headers")), "authorization") {
+		t.Errorf("preflight: %d, allows %q", res.StatusCode, res.Header.Get("Access-Control-Allow-Headers"))
+	}
+	req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(`{"query":"{ position { revision } }"}`))
+	req.Header.Set("Origin", "https://ops.example.com")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer wrong")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if exposed := strings.ToLower(res.Header.Get("Access-Control-Expose-Headers")); res.StatusCode != http.StatusUnauthorized || !strings.Contains(exposed, "www-authenticate") {
+		t.Errorf("a refused token: %d, exposes %q", res.StatusCode, res.Header.Get("Access-Control-Expose-Headers"))
+	}
+}
