@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,54 +116,68 @@ type authSetup struct {
 
 // startAuth builds the authenticator of o.auth and keeps it current: a
 // tokens file reloaded on SIGHUP and when it changes, JWT keys fetched in
-// the background. stop ends that.
+// the background and again on SIGHUP. SIGHUP is taken in every mode (with
+// none it is logged), so that `systemctl reload` never ends the server.
+// stop ends all that.
 func startAuth(ctx context.Context, o serveOptions, log *slog.Logger) (authSetup, error) {
-	none := authSetup{status: func() string { return "" }, stop: func() {}}
+	setup := authSetup{status: func() string { return "" }, stop: func() {}}
+	reload := func() { log.Info("SIGHUP: nothing to reload without --auth tokens or jwt") }
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	closeJWT := func() {}
 	switch o.auth.mode {
 	case auth.ModeTokens:
 		tokens, err := auth.OpenTokens(o.auth.tokensFile, log)
 		if err != nil {
-			return none, err
+			cancel()
+			return setup, err
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		done := make(chan struct{}, 2)
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-hup:
-					log.Info("SIGHUP: reloading the tokens file")
-					_ = tokens.Reload()
-				}
-			}
-		}()
 		poll := o.auth.tokensPoll
 		if poll <= 0 {
 			poll = 2 * time.Second
 		}
-		go func() { defer func() { done <- struct{}{} }(); tokens.Watch(ctx, poll) }()
+		wg.Go(func() { tokens.Watch(ctx, poll) })
+		reload = func() {
+			log.Info("SIGHUP: reloading the tokens file")
+			_ = tokens.Reload()
+		}
+		setup.authenticator = tokens
 		log.Info("authentication: tokens", slog.String("file", o.auth.tokensFile), slog.Int("tokens", tokens.Len()))
-		return authSetup{authenticator: tokens, status: none.status, stop: func() {
-			signal.Stop(hup)
-			cancel()
-			<-done
-			<-done
-		}}, nil
 	case auth.ModeJWT:
 		opts := o.auth.jwt
 		opts.Logger = log
 		j, err := auth.NewJWT(ctx, opts)
 		if err != nil {
-			return none, opscli.Usage(err)
+			cancel()
+			return setup, opscli.Usage(err)
 		}
+		reload = func() {
+			log.Info("SIGHUP: fetching the JWKS again")
+			_, _ = j.Refresh(ctx)
+		}
+		setup.authenticator, setup.status = j, j.Status
 		log.Info("authentication: jwt", slog.String("jwks", opts.JWKSURL), slog.String("issuer", opts.Issuer), slog.String("audience", opts.Audience))
-		return authSetup{authenticator: j, status: j.Status, stop: j.Close}, nil
+		closeJWT = j.Close
 	}
-	return none, nil
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload()
+			}
+		}
+	})
+	setup.stop = func() {
+		signal.Stop(hup)
+		cancel()
+		wg.Wait()
+		closeJWT()
+	}
+	return setup, nil
 }
 
 // requireCredential serves next only to requests with a valid bearer

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,5 +117,31 @@ func TestJWTModeShowsFailedKeyFetchesInReadyz(t *testing.T) {
 			t.Fatalf("/readyz: %d %q", status, body)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSIGHUPNeverEndsTheServer: `systemctl reload` sends SIGHUP whatever
+// the mode; with none and with jwt it is logged (jwt fetches the keys
+// again), and the server keeps serving.
+func TestSIGHUPNeverEndsTheServer(t *testing.T) {
+	dsn := storetest.DSN(t, store.SQLite)
+	storetest.OpenDSN(t, dsn, true)
+	is := newJWKSIssuer(t)
+	plain, plainOut, _ := startServeOutput(t, noEnv, "--db", dsn)
+	jwtAddr, jwtOut, _ := startServeOutput(t, noEnv, append([]string{"--db", dsn}, is.flags()...)...)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(plainOut.String(), "SIGHUP: nothing to reload") || !strings.Contains(jwtOut.String(), "SIGHUP: fetching the JWKS again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP not logged:\n%s\n%s", plainOut.String(), jwtOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, addr := range []string{plain, jwtAddr} {
+		if status, _ := httpGet(t, "http://"+addr+"/healthz"); status != http.StatusOK {
+			t.Errorf("%s after SIGHUP: %d", addr, status)
+		}
 	}
 }
