@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -142,7 +141,7 @@ func claims(changes map[string]any) map[string]any {
 	return c
 }
 
-func newVerifier(t *testing.T, is *issuer, log *bytes.Buffer) *auth.JWT {
+func newVerifier(t *testing.T, is *issuer, log *logBuffer) *auth.JWT {
 	t.Helper()
 	opts := auth.JWTOptions{JWKSURL: is.srv.URL + "/jwks", Issuer: "https://id.example.com/", Audience: "flowsnap"}
 	if log != nil {
@@ -287,7 +286,7 @@ func TestJWTRefusesTokensItMustNotTrust(t *testing.T) {
 func TestJWTFetchesKeysAgainForAnUnknownKeyAtMostOncePerInterval(t *testing.T) {
 	is := newIssuer(t)
 	is.key("rsa", "rsa-1", false)
-	var log bytes.Buffer
+	var log logBuffer
 	v := newVerifier(t, is, &log)
 	stranger := is.key("rsa", "stranger", false)
 	// Withdrawn at once: the issuer never published it when asked again.
@@ -333,7 +332,7 @@ func TestJWTSaysWhenTheKeysCannotBeFetched(t *testing.T) {
 	is := newIssuer(t)
 	key := is.key("rsa", "rsa-1", false)
 	is.down.Store(true)
-	var log bytes.Buffer
+	var log logBuffer
 	v := newVerifier(t, is, &log)
 	wantRefused(t, v, is.sign(key, claims(nil)), "key the issuer does not publish")
 	wantRefused(t, v, is.sign(key, claims(nil)), "key the issuer does not publish")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,7 +110,7 @@ func TestTokensFileIsChecked(t *testing.T) {
 func TestTokensReloadKeepingTheLastGoodSet(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens.json")
 	writeTokens(t, path, map[string]string{"alpha": "token-a"})
-	var log bytes.Buffer
+	var log logBuffer
 	tokens, err := auth.OpenTokens(path, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -180,4 +181,23 @@ func TestBearer(t *testing.T) {
 			t.Errorf("Bearer(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
+}
+
+// logBuffer is a log's output that goroutines may write while a test
+// reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
