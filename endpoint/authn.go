@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
@@ -70,13 +71,14 @@ func refuseUnauthenticated(w http.ResponseWriter, r *http.Request, rec *record.R
 // payload's authorization member when it has one, else the principal the
 // upgrade request's header gave. Without either the connection is closed
 // with CloseUnauthenticated.
-func wsInit(a auth.Authenticator) transport.WebsocketInitFunc {
+func wsInit(opts Options) transport.WebsocketInitFunc {
+	a := opts.Authenticator
 	return func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 		var err error
 		if h := payload.Authorization(); h != "" {
 			var p *access.Principal
 			if p, err = Authenticate(ctx, a, h); err == nil {
-				return access.NewContext(ctx, p), nil, nil
+				return recheck(access.NewContext(ctx, p), opts, h), nil, nil
 			}
 		} else if authenticated(ctx) {
 			return ctx, nil, nil
@@ -89,6 +91,34 @@ func wsInit(a auth.Authenticator) transport.WebsocketInitFunc {
 		ctx = transport.AppendCloseReason(ctx, "unauthenticated")
 		return ctx, nil, fault.Errorf(code, "%s", msg)
 	}
+}
+
+// recheck returns ctx, cancelled once the credential authorization no
+// longer authenticates, checked every opts.RecheckInterval: a stream opened
+// with a token ends when the token expires or is withdrawn, rather than
+// outliving it.
+func recheck(ctx context.Context, opts Options, authorization string) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		tick := time.NewTicker(opts.RecheckInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if _, err := Authenticate(ctx, opts.Authenticator, authorization); err != nil {
+					if ctx.Err() == nil {
+						opts.Logger.LogAttrs(ctx, slog.LevelInfo, "stream ended: its credential no longer authenticates",
+							slog.String("principal", access.FromContext(ctx).Name), slog.String("why", fault.MessageOf(err)))
+					}
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	return ctx
 }
 
 // authenticated reports whether ctx carries a principal of its own.

@@ -82,6 +82,9 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if p != nil {
 			ctx = access.NewContext(ctx, p)
+			if streaming(r) {
+				ctx = recheck(ctx, e.opts, r.Header.Get("Authorization"))
+			}
 			r = r.WithContext(ctx)
 		}
 	}

@@ -91,7 +91,7 @@ func addLiveTransports(srv *handler.Server, opts Options) {
 		InitTimeout:           30 * time.Second,
 	}
 	if opts.Authenticator != nil {
-		ws.InitFunc = wsInit(opts.Authenticator)
+		ws.InitFunc = wsInit(opts)
 	}
 	srv.AddTransport(ws)
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})

@@ -82,6 +82,11 @@ type Options struct {
 	// UNAUTHENTICATED (HTTP 401, WebSocket close 4401). The principal is put
 	// in the request's context (access.NewContext) for everything below.
 	Authenticator auth.Authenticator
+	// RecheckInterval is how often the token of an open subscription
+	// stream (SSE, WebSocket) is checked again: a stream whose token no
+	// longer authenticates (expired, or gone from the tokens file) is
+	// ended. 0 is 30 seconds.
+	RecheckInterval time.Duration
 	// NoDirect leaves every operation to gqlgen's executor, which
 	// otherwise answers only the queries the direct answer does not know
 	// (direct.go): the same response, at a higher cost.
@@ -170,6 +175,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = d.KeepAlive
+	}
+	if o.RecheckInterval <= 0 {
+		o.RecheckInterval = 30 * time.Second
 	}
 	return o
 }
