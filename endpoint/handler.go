@@ -33,6 +33,9 @@ import (
 // is complete; the response carries the position in extensions.position.
 func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	opts = opts.withDefaults()
+	opts.streams = newPlaces("streams", opts.MaxConnections, opts.MaxConnectionsPerClient)
+	opts.subscriptions = newPlaces("subscriptions", 0, opts.MaxSubscriptionsPerClient)
+	opts.events = make(chan struct{}, opts.MaxEvents)
 	es := graph.NewSchema(reader)
 	planner := plan.New(es.Schema())
 	srv := handler.New(es)
@@ -82,18 +85,21 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 // is a GET, and an SSE request a POST of JSON that accepts
 // text/event-stream.
 func addLiveTransports(srv *handler.Server, opts Options) {
-	ws := transport.Websocket{
+	var init transport.WebsocketInitFunc
+	if opts.Authenticator != nil {
+		init = wsInit(opts)
+	}
+	srv.AddTransport(transport.Websocket{
+		Implementation:   websocketConns{opts: opts},
+		PayloadReadLimit: &opts.MaxBodyBytes,
+		InitFunc:         dropInitPayload(init),
 		// graphql-transport-ws keeps alive with ping messages, which the
 		// client answers with pong: a client that stops answering is gone.
 		PingPongInterval: opts.KeepAlive,
 		// The older graphql-ws subprotocol has keep-alive messages.
 		KeepAlivePingInterval: opts.KeepAlive,
 		InitTimeout:           30 * time.Second,
-	}
-	if opts.Authenticator != nil {
-		ws.InitFunc = wsInit(opts)
-	}
-	srv.AddTransport(ws)
+	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 }
 

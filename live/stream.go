@@ -52,10 +52,12 @@ func WithStream(ctx context.Context, st *Stream) context.Context {
 }
 
 // Lend offers the stream the context of the next event, which carries rd,
-// not yet opened; a slot already offered and not taken stays.
-func (st *Stream) Lend(ctx context.Context, rd *snapshot.Read) {
+// not yet opened; a slot already offered and not taken stays. begin, when
+// not nil, is called when the event's read begins, once the wait for a
+// change is over: the event's own time starts there.
+func (st *Stream) Lend(ctx context.Context, rd *snapshot.Read, begin func()) {
 	select {
-	case st.slots <- slot{ctx, rd}:
+	case st.slots <- slot{ctx, rd, begin}:
 	default:
 	}
 }
@@ -141,6 +143,9 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 			// The event's span (docs/contract.md#traces) began when its
 			// slot was lent; its read begins now.
 			trace.SpanFromContext(sl.ctx).AddEvent("read")
+			if sl.begin != nil {
+				sl.begin()
+			}
 			v, rev, again, err := read(sl.ctx)
 			st.err = err
 			now = again && err == nil
@@ -160,8 +165,10 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 	return out, nil
 }
 
-// slot is an event's context, with the read it carries, not yet open.
+// slot is an event's context, with the read it carries, not yet open, and
+// what to call when the event begins.
 type slot struct {
-	ctx context.Context
-	rd  *snapshot.Read
+	ctx   context.Context
+	rd    *snapshot.Read
+	begin func()
 }
