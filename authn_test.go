@@ -259,6 +259,22 @@ func TestTokensModeAuthenticatesEveryTransport(t *testing.T) {
 				t.Fatalf("got %+v", m)
 			}
 			subscribe(t, c)
+			// An operation refused on the connection: its log line names
+			// the principal of the connection_init (checked below).
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			if err := wsjson.Write(ctx, c, message{ID: "2", Type: "subscribe", Payload: map[string]any{"query": "subscription { nope }"}}); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				var m message
+				if err := wsjson.Read(ctx, c, &m); err != nil {
+					t.Fatal(err)
+				}
+				if m.ID == "2" && (m.Type == "error" || m.Type == "next" || m.Type == "complete") {
+					break
+				}
+			}
 		})
 		t.Run("the token on the upgrade request", func(t *testing.T) {
 			c, m, _ := dial(t, "Bearer "+secret, nil)
@@ -357,6 +373,9 @@ func TestTokensModeAuthenticatesEveryTransport(t *testing.T) {
 		}
 		if !refusedNamed {
 			t.Errorf("the refused operation's line does not name the principal:\n%s", out.String())
+		}
+		if !regexp.MustCompile(`"msg":"graphql refused"[^\n]*"reason":"validation"[^\n]*"principal":"ops-bot"`).MatchString(out.String()) {
+			t.Errorf("the operation refused on a WebSocket authenticated at connection_init does not name the principal:\n%s", out.String())
 		}
 		log := out.String()
 		if strings.Contains(log, secret) {

@@ -78,6 +78,7 @@ func wsInit(opts Options) transport.WebsocketInitFunc {
 		if h := payload.Authorization(); h != "" {
 			var p *access.Principal
 			if p, err = Authenticate(ctx, a, h); err == nil {
+				record.Of(ctx).SetPrincipal(p.Name)
 				return recheck(access.NewContext(ctx, p), opts, h), nil, nil
 			}
 		} else if authenticated(ctx) {

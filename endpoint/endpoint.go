@@ -85,6 +85,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if p != nil {
+			rec.SetPrincipal(p.Name)
 			ctx = access.NewContext(ctx, p)
 			if streaming(r) {
 				ctx = recheck(ctx, e.opts, r.Header.Get("Authorization"))
@@ -168,8 +169,8 @@ func (e *endpoint) log(ctx context.Context, f record.Refusal, r *http.Request, s
 	if f.Name != "" {
 		attrs = append(attrs, slog.String("operation", f.Name))
 	}
-	if p, ok := principalOf(ctx, e.opts); ok {
-		attrs = append(attrs, p)
+	if f.Principal != "" {
+		attrs = append(attrs, slog.String("principal", f.Principal))
 	}
 	if f.Cause != "" {
 		attrs = append(attrs, slog.String("cause", f.Cause))
