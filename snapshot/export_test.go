@@ -81,7 +81,7 @@ func ActivitySQL(d store.Dialect, req ActivityRequest) (string, []any) {
 func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
 	f := filter.canonical()
 	l := f.where(d)
-	return "SELECT count(*) FROM (" + l.countSelect(upTo+1) + ") AS k", l.args
+	return "SELECT count(*) FROM (" + l.countSelect(f.countKey(), upTo+1) + ") AS k", l.args
 }
 
 // StatsSQL returns the statement and arguments RunStats counts filter with.
@@ -102,3 +102,8 @@ func FlowsCursor(source, prefix, last string) string {
 
 // PrefixEnd is prefixEnd, for its tests.
 var PrefixEnd = prefixEnd
+
+// RunsSQL returns the statement and arguments Runs reads ids with.
+func RunsSQL(d store.Dialect, ids []string) (string, []any) {
+	return selectRuns(d), []any{d.TextListArg(ids)}
+}
