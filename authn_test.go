@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -342,6 +343,10 @@ func TestTokensModeAuthenticatesEveryTransport(t *testing.T) {
 		// 1 without a credential, 4 wrong, 1 SSE, 3 WebSocket, 1 scrape.
 		if n, _ := strconv.Atoi(string(m[1])); n != 10 {
 			t.Errorf("%d unauthenticated refusals counted, want 10", n)
+		}
+		// Access control's own count says the same.
+		if !bytes.Contains(b, []byte(`flowsnap_refusals_total{reason="unauthenticated"} 10`)) || !bytes.Contains(b, []byte(`flowsnap_refusals_total{reason="forbidden"} 0`)) {
+			t.Errorf("flowsnap_refusals_total does not count the 10 unauthenticated refusals:\n%s", b)
 		}
 	})
 	t.Run("the ops CLI sends its token", func(t *testing.T) {

@@ -155,7 +155,7 @@ func (e *endpoint) done(ctx context.Context, rec *record.Record, r *http.Request
 // log counts a refusal and logs it, within the log rate limit.
 func (e *endpoint) log(ctx context.Context, f record.Refusal, r *http.Request, status int, took time.Duration) {
 	if e.opts.Metrics != nil {
-		e.opts.Metrics.refusals.WithLabelValues(f.Reason).Inc()
+		e.opts.Metrics.refuse(f.Reason)
 	}
 	ok, suppressed := e.limiter.allow(f.Reason)
 	if !ok {
