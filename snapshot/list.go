@@ -170,7 +170,10 @@ type listQuery struct {
 
 func (l *listQuery) arg(v any) string {
 	l.args = append(l.args, v)
-	return fmt.Sprintf("$%d", len(l.args))
+	// Bound: a plain placeholder compared with an indexed column has an
+	// analysed SQLite store prepare the page's statement again on every
+	// read (store.Dialect.Bound).
+	return l.d.Bound(len(l.args))
 }
 
 // where builds f's terms. Every term spells its index's expression and, for

@@ -8,11 +8,11 @@ SELECT q.ord, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT finished_at_ms AS ord, run_id AS id FROM flows_runs
-WHERE json_extract(state_json, '$.flowName') = $1
-  AND finished_at_ms >= $2
+WHERE json_extract(state_json, '$.flowName') = +$1
+  AND finished_at_ms >= +$2
   AND finished_at_ms IS NOT NULL
-  AND finished_at_ms <= $3
-  AND (finished_at_ms, run_id) < ($3, $4) ORDER BY finished_at_ms DESC, run_id DESC LIMIT $5) AS q
+  AND finished_at_ms <= +$3
+  AND (finished_at_ms, run_id) < (+$3, +$4) ORDER BY finished_at_ms DESC, run_id DESC LIMIT +$5) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 -- arguments: [billing 1000 5000 r 11]
