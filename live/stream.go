@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"go.opentelemetry.io/otel/trace"
 	"slices"
 	"sync/atomic"
@@ -87,6 +88,12 @@ func (st *Stream) Sent(revision int64) {
 // one already sent; the SOURCE_CHANGED error event ends the subscription,
 // and the client resyncs.
 //
+// A read that fails with Unchanged sends nothing: its read is restarted
+// and the stream waits for a change newer than the revision it returned,
+// as after an event. A subscription to a run the principal may not see
+// (docs/contract.md#scopes) says so once, and its changes send nothing,
+// not even when they happen.
+//
 // A read that says again is followed at once by the next, without waiting
 // for a change (the change feed reads a burst in batches); a read that
 // fails with a code in final ends the subscription after its error event.
@@ -116,6 +123,7 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 			// Every read of the stream is in a slot taken here: the one
 			// place to keep it from going back in time.
 			sl.rd.AtLeast(st.sent.Load())
+		event:
 			if !now {
 				// Wait for a change newer than what was sent.
 				for {
@@ -142,6 +150,12 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 			// slot was lent; its read begins now.
 			trace.SpanFromContext(sl.ctx).AddEvent("read")
 			v, rev, again, err := read(sl.ctx)
+			if errors.Is(err, Unchanged) {
+				sl.rd.Restart()
+				sl.rd.AtLeast(st.sent.Load())
+				last, now = max(last, rev), false
+				goto event
+			}
 			st.err = err
 			now = again && err == nil
 			if err == nil {
@@ -159,6 +173,10 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 	}()
 	return out, nil
 }
+
+// Unchanged is what a subscription's read returns when its event would
+// tell the client nothing it may learn: Watch then sends nothing.
+var Unchanged = errors.New("live: nothing new to send")
 
 // slot is an event's context, with the read it carries, not yet open.
 type slot struct {

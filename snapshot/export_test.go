@@ -87,12 +87,13 @@ func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
 // StatsSQL returns the statement and arguments RunStats counts filter with.
 func StatsSQL(d store.Dialect, filter RunFilter, upTo int64) (string, []any) {
 	f := filter.canonical()
-	return statsSQL(d, f, StatsStatuses(f.Status), upTo)
+	sql, args, _ := statsSQL(d, f, StatsStatuses(f.Status), upTo, access.Everyone.Scope())
+	return sql, args
 }
 
 // FlowsSQL returns the statement and arguments of a page of Flows.
 func FlowsSQL(d store.Dialect, prefix string, after *string, limit int) (string, []any) {
-	return flowsSQL(d, prefix, after, limit)
+	return flowsSQL(d, prefix, after, limit, access.Everyone.Scope())
 }
 
 // FlowsCursor is the cursor a page of flows of prefix ending at last gives.

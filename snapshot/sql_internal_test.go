@@ -54,9 +54,9 @@ func TestAssembledSQL(t *testing.T) {
 		l := finished.where(d)
 		sql = listStatement(l.keyset(FinishedNewestFirst.key(), &cursor.Cursor{Ordinal: 5000, Last: "r"}, 11))
 		statements = append(statements, struct{ name, sql string }{"list_finished", fmt.Sprintf("%s\n-- arguments: %v", sql, l.args)})
-		sql, args = statsSQL(d, finished, []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, 100)
+		sql, args, _ = statsSQL(d, finished, []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, 100, access.Everyone.Scope())
 		statements = append(statements, struct{ name, sql string }{"run_stats", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
-		sql, args = flowsSQL(d, "bill", &flow, 101)
+		sql, args = flowsSQL(d, "bill", &flow, 101, access.Everyone.Scope())
 		statements = append(statements, struct{ name, sql string }{"flows", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
 		for _, s := range statements {
 			t.Run(string(d)+"/"+s.name, func(t *testing.T) {

@@ -1,0 +1,158 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/flowsnap/flowsnap/access"
+	"github.com/flowsnap/flowsnap/fault"
+	"github.com/flowsnap/flowsnap/store"
+)
+
+// A read shows only the runs in the scope of the principal its context
+// carries (docs/contract.md#scopes): a run outside it reads as a run that
+// never existed, wherever it surfaces, and lists, counts and feeds leave it
+// out in SQL, before their limits. A run whose flow is not known — a
+// tombstone, or a row that does not decode — is seen only by a scope of
+// every run, since no pattern can be checked against it.
+
+// scopeOf is the scope of the principal ctx carries: every run when it
+// carries none (a server without authentication, or the server's own reads).
+func scopeOf(ctx context.Context) access.Scope {
+	return access.FromContext(ctx).Scope()
+}
+
+// show is what a read in scope s shows of a snapshot decoded as (snap, err).
+func show(s access.Scope, snap Snapshot, err error) (Snapshot, error) {
+	if s.All {
+		return snap, err
+	}
+	if err != nil {
+		var fe *fault.Error
+		if errors.As(err, &fe) && fe.Code == fault.DecodeFailed && fe.RunID != "" {
+			return &Missing{ID: fe.RunID}, nil
+		}
+		return snap, err
+	}
+	switch v := snap.(type) {
+	case *Run:
+		if s.Sees(v.FlowName, true) {
+			return v, nil
+		}
+		return &Missing{ID: v.ID}, nil
+	case *Missing:
+		if v.Deleted {
+			return &Missing{ID: v.ID}, nil
+		}
+	}
+	return snap, nil
+}
+
+// showResult is show of a Result.
+func showResult(s access.Scope, r Result[Snapshot]) Result[Snapshot] {
+	r.Value, r.Err = show(s, r.Value, r.Err)
+	return r
+}
+
+// showEdges applies show to the nodes of a page's edges.
+func showEdges(s access.Scope, edges []Edge) {
+	if s.All {
+		return
+	}
+	for i := range edges {
+		edges[i].Node = showResult(s, edges[i].Node)
+	}
+}
+
+// scopeFilter is a scope as SQL terms over flows_runs, for a statement that
+// selects runs by filter: what scoped lists, counts, stats, activity and
+// the change feed add to their WHERE. It is the one place the scope
+// becomes SQL.
+type scopeFilter struct {
+	// none says that the scope admits no run of the statement at all.
+	none bool
+	// names are exact flow names, each an equality on the flow name
+	// index: a statement may make one branch of each.
+	names []string
+	// term is the whole scope as one condition ("" for none needed), its
+	// placeholders numbered from the arguments given to scopeTerms.
+	term string
+}
+
+// scopeTerms spells scope s over the flow name of a run in dialect d, its
+// arguments added through arg (which returns the placeholder of each).
+// fixed, when set, is a flow name the statement already selects by: the
+// scope then is a constant, and adds no term. Exact names are an IN list on
+// the flow name index's expression; a prefix is a range of the code-point
+// ordered one, [prefix, successor), which both dialects seek.
+func scopeTerms(d store.Dialect, s access.Scope, fixed *string, arg func(any) string) scopeFilter {
+	switch {
+	case s.All:
+		return scopeFilter{}
+	case s.None():
+		return scopeFilter{none: true}
+	case fixed != nil:
+		return scopeFilter{none: !s.Sees(*fixed, true)}
+	}
+	var ors []string
+	if len(s.Exact) > 0 {
+		ph := make([]string, len(s.Exact))
+		for i, n := range s.Exact {
+			ph[i] = arg(n)
+		}
+		ors = append(ors, d.FlowNameExpr()+" IN ("+strings.Join(ph, ", ")+")")
+	}
+	key := d.FlowNameKeyExpr()
+	for _, p := range s.Prefixes {
+		term := key + " >= " + arg(p)
+		if end, ok := prefixEnd(p); ok {
+			term = fmt.Sprintf("(%s AND %s < %s)", term, key, arg(end))
+		}
+		ors = append(ors, term)
+	}
+	f := scopeFilter{term: "(" + strings.Join(ors, " OR ") + ")"}
+	if len(s.Prefixes) == 0 {
+		f.names = s.Exact
+	}
+	return f
+}
+
+// scoped adds scope s to l, a filter f as SQL: exact names as one branch
+// each when the branches stay within MaxBranches (each then an equality on
+// the flow name index, so that a page is still one range per branch), else
+// one condition every branch shares. It reports false when nothing in
+// scope can match: the statement need not run.
+func (l *listQuery) scoped(s access.Scope, f RunFilter) bool {
+	if s.All {
+		return true
+	}
+	if s.None() || (f.FlowName != nil && !s.Sees(*f.FlowName, true)) {
+		return false
+	}
+	if f.FlowName != nil {
+		return true
+	}
+	if len(s.Prefixes) == 0 && len(l.branches)*len(s.Exact) <= MaxBranches {
+		l.branches = l.cross(l.branches, len(s.Exact), func(i int) string {
+			return l.d.FlowNameExpr() + " = " + l.arg(s.Exact[i])
+		})
+		return true
+	}
+	l.shared = append(l.shared, scopeTerms(l.d, s, nil, l.arg).term)
+	return true
+}
+
+// scopedAnchor binds a list cursor's anchor to the scope whose key is key,
+// so that a cursor made in one scope is BAD_CURSOR in another; the scope
+// of every run (key "") leaves it as it was.
+func scopedAnchor(anchor, key string) string {
+	if key == "" {
+		return anchor
+	}
+	sum := sha256.Sum256([]byte(anchor + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
