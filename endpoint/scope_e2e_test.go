@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -464,5 +465,265 @@ func TestScopes(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// journalQuery selects every payload field and the metadata beside them.
+const journalQuery = `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run {
+  id status flowName state createdAt
+  waiting { kind reason wakeAt tokenDigest request }
+  steps { nodes { id type state ... on RunStep { attemptCount attempts { id state resultType result errorName errorMessage } }
+    ... on WaitStep { eventName claimedEvent { id hasPayload payload } } } }
+  inboundEvents { nodes { id eventName hasPayload payload } }
+  events { nodes { seq type cancellationReason } } } } }`
+
+func TestPayloads(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := scopeFixture(t, d)
+		payloadRuns := map[string]any{"ids": []string{"bp", "bw", "bx"}}
+
+		t.Run("without payloads, every payload field is null beside FORBIDDEN and the metadata stands", func(t *testing.T) {
+			r := e.as("a", journalQuery, payloadRuns)
+			forbidden := map[string]int{}
+			for _, err := range r.Errors {
+				if err.Extensions["code"] != "FORBIDDEN" {
+					t.Errorf("an error that is not FORBIDDEN: %+v", err)
+				}
+				forbidden[fmt.Sprint(err.Path[len(err.Path)-1])]++
+			}
+			for _, f := range []string{"state", "request", "result", "errorName", "errorMessage", "payload", "cancellationReason"} {
+				if forbidden[f] == 0 {
+					t.Errorf("no FORBIDDEN error at %s: %v", f, forbidden)
+				}
+			}
+			bp := get(r.Data, "runs", 0)
+			if get(bp, "state") != nil || get(bp, "flowName") != "billing-invoice" || get(bp, "status") != "RUNNING" {
+				t.Errorf("bp: %v", bp)
+			}
+			attempts := get(bp, "steps", "nodes", 0, "attempts").([]any)
+			if len(attempts) != 2 || get(attempts[0], "state") != "FAILED" || get(attempts[1], "resultType") != "JSON" || get(attempts[1], "result") != nil {
+				t.Errorf("attempts: %v", attempts)
+			}
+			if get(bp, "inboundEvents", "nodes", 0, "hasPayload") != true || get(bp, "inboundEvents", "nodes", 0, "payload") != nil {
+				t.Errorf("inbound events: %v", get(bp, "inboundEvents"))
+			}
+			w := get(r.Data, "runs", 1, "waiting")
+			if get(w, "kind") != "APPROVAL" || get(w, "reason") != "approval" || get(w, "tokenDigest") == nil || get(w, "request") != nil {
+				t.Errorf("waiting: %v", w)
+			}
+			if get(r.Data, "runs", 2, "events", "nodes", 0, "type") != "CANCELLED" {
+				t.Errorf("events: %v", get(r.Data, "runs", 2, "events"))
+			}
+		})
+
+		t.Run("with payloads, they are served", func(t *testing.T) {
+			r := e.okAs("b", journalQuery, map[string]any{"ids": []string{"bp-k1", "op"}})
+			if get(r.Data, "runs", 1, "state") == nil {
+				t.Errorf("b's state of op: %v", get(r.Data, "runs", 1))
+			}
+			r = e.okAs("", journalQuery, payloadRuns)
+			b, _ := json.Marshal(r.Data)
+			for _, part := range []string{"state", "error", "name", "result", "event", "request", "reason"} {
+				if !bytes.Contains(b, []byte(payloadMarker+"-"+part)) {
+					t.Errorf("everyone's answer lacks the %s payload: %s", part, b)
+				}
+			}
+		})
+
+		t.Run("the direct answer and the cached path leave payloads to the executor", func(t *testing.T) {
+			// The shapes the direct answer writes itself, posted twice so
+			// that the second is answered from the query cache.
+			for _, q := range []string{
+				`query($id: ID!) { run(id: $id) { ... on Run { id state } } }`,
+				`query($id: ID!) { run(id: $id) { ... on Run { id waiting { kind tokenDigest request } } } }`,
+				`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id state children { nodes { ... on Run { id state } } } } } }`,
+			} {
+				for range 2 {
+					r := e.as("a", q, map[string]any{"id": "bw", "ids": []string{"bp", "bw"}})
+					if !r.hasCode("FORBIDDEN") || r.Data == nil {
+						t.Errorf("%s: %+v %v", q, r.Errors, r.Data)
+					}
+				}
+			}
+			r := e.as("a", `{ run(id: "bw") { ... on Run { id status flowName waiting { kind reason tokenDigest } } } }`, nil)
+			if len(r.Errors) > 0 || get(r.Data, "run", "waiting", "tokenDigest") == nil {
+				t.Errorf("metadata only: %+v %v", r.Errors, r.Data)
+			}
+		})
+
+		t.Run("no response to a principal without payloads holds a payload byte", func(t *testing.T) {
+			// Everything else the suite asks as "a" is in e.bodies too.
+			for _, q := range []string{
+				`{ listRuns(first: 200) { nodes { ... on Run { id state waiting { request } } } } }`,
+				`{ changes(since: 0, first: 1000) { changes { runId run { ... on Run { state } } } } }`,
+			} {
+				e.as("a", q, nil)
+			}
+			e.as("a", journalQuery, payloadRuns)
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if len(e.bodies["a"]) < 5 {
+				t.Fatalf("only %d responses to scan", len(e.bodies["a"]))
+			}
+			for _, b := range e.bodies["a"] {
+				if bytes.Contains(b, []byte(payloadMarker)) {
+					t.Errorf("a response to a principal without payloads holds a payload: %s", b)
+				}
+			}
+		})
+	})
+}
+
+func TestETagsAreBoundToThePrincipal(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := scopeFixture(t, d)
+		query := "?query=" + url.QueryEscape(`{ run(id: "op") { __typename ... on Run { id status } } }`)
+		get := func(path, inm string) (*http.Response, string) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, e.base(path)+"/graphql"+query, nil)
+			if inm != "" {
+				req.Header.Set("If-None-Match", inm)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			body, _ := io.ReadAll(res.Body)
+			return res, string(body)
+		}
+		tags := map[string]string{}
+		for _, path := range []string{"", "a", "b"} {
+			res, body := get(path, "")
+			tags[path] = res.Header.Get("ETag")
+			if res.StatusCode != 200 || tags[path] == "" {
+				t.Fatalf("GET as %q: %d %q %s", path, res.StatusCode, tags[path], body)
+			}
+			if again, _ := get(path, tags[path]); again.StatusCode != http.StatusNotModified {
+				t.Fatalf("GET as %q with its own tag: %d", path, again.StatusCode)
+			}
+		}
+		for made, tag := range tags {
+			for _, used := range []string{"", "a", "b"} {
+				if used == made {
+					continue
+				}
+				res, body := get(used, tag)
+				if res.StatusCode != 200 || res.Header.Get("ETag") == tag {
+					t.Errorf("%q's tag sent by %q: %d, ETag %q", made, used, res.StatusCode, res.Header.Get("ETag"))
+				}
+				// b sees op, a and everyone's answers differ from each other.
+				if want := map[string]string{"": "Run", "a": "MissingRun", "b": "Run"}[used]; !strings.Contains(body, `"`+want+`"`) {
+					t.Errorf("%q's answer: %s", used, body)
+				}
+			}
+		}
+	})
+}
+
+func TestSubscriptionsDeliverNoEventOutOfScope(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		e := scopeFixture(t, d)
+		ctx := context.Background()
+		owner := vocab.Owner{HostID: "host-s", PID: 10, Nonce: "nonce-t"}
+		const changes = `subscription($since: SafeInt!) { changes(since: $since) { changes { runId deleted run { ` + snapFields + ` } } nextRevision } }`
+		since := e.okAs("", `{ position { revision } }`, nil).Data["position"].(map[string]any)["revision"]
+
+		type subs struct {
+			out, later, in, feed <-chan event
+		}
+		ws := dialWS(t, e.base("a"))
+		var tr [2]subs
+		tr[0].out, _ = ws.subscribe("out", runSubscription, map[string]any{"id": "bp-k2"})
+		tr[0].later, _ = ws.subscribe("later", runSubscription, map[string]any{"id": "later"})
+		tr[0].in, _ = ws.subscribe("in", runSubscription, map[string]any{"id": "bp-k1"})
+		tr[0].feed, _ = ws.subscribe("feed", changes, map[string]any{"since": since})
+		tr[1].out = subscribeSSE(t, e.base("a"), runSubscription, map[string]any{"id": "bp-k2"}).events
+		tr[1].later = subscribeSSE(t, e.base("a"), runSubscription, map[string]any{"id": "later"}).events
+		tr[1].in = subscribeSSE(t, e.base("a"), runSubscription, map[string]any{"id": "bp-k1"}).events
+		tr[1].feed = subscribeSSE(t, e.base("a"), changes, map[string]any{"since": since}).events
+		// Everyone's subscription to the run out of a's scope says when
+		// the watcher has read its changes.
+		reference := dialWS(t, e.base(""))
+		ref, _ := reference.subscribe("ref", runSubscription, map[string]any{"id": "bp-k2"})
+		next(t, ref)
+
+		for i, s := range tr {
+			for what, ch := range map[string]<-chan event{"out": s.out, "later": s.later} {
+				typename, _, _, deleted := next(t, ch).run(t)
+				if typename != "MissingRun" || deleted {
+					t.Fatalf("transport %d, %s: the first event is %s (deleted %v)", i, what, typename, deleted)
+				}
+			}
+			if typename, _, _, _ := next(t, s.in).run(t); typename != "Run" {
+				t.Fatalf("transport %d: the run in scope reads as %s", i, typename)
+			}
+			if ev := next(t, s.feed); len(ev.Errors) > 0 || !bytes.Contains(ev.Data["changes"], []byte(`"changes":[]`)) {
+				t.Fatalf("transport %d: the first batch %s %+v", i, ev.Data["changes"], ev.Errors)
+			}
+		}
+
+		// Changes out of scope only: another run of another flow changes,
+		// a run of another flow is created under the id "later", the run
+		// subscribed to starts and beats.
+		must(t, e.w.Start(ctx, "op", owner))
+		must(t, e.w.CreateRun(ctx, engine.NewRun{ID: "later", FlowName: "ops"}))
+		must(t, e.w.Start(ctx, "bp-k2", owner))
+		must(t, e.w.Heartbeat(ctx, "bp-k2", owner.Nonce))
+		written := int64(e.okAs("", `{ position { revision } }`, nil).Data["position"].(map[string]any)["revision"].(float64))
+		var last int64
+		nextUntil(t, ref, &last, func(ev event) bool { return ev.Extensions.Position.Revision >= written })
+		// Then the runs out of scope are deleted, which changes their
+		// parent bp, in scope.
+		must(t, e.w.Delete(ctx, "bp-k3"))
+		must(t, e.w.Delete(ctx, "bp-k2"))
+		nextUntil(t, ref, &last, func(ev event) bool {
+			_, _, _, deleted := ev.run(t)
+			return deleted
+		})
+		// A change in scope. Deleting bp's children changed bp (its spawn
+		// edges went): the feed holds bp and bp-k1, and nothing else, in
+		// batches none of which is empty.
+		must(t, e.w.Start(ctx, "bp-k1", owner))
+		for i, s := range tr {
+			var got []string
+			for !slices.Contains(got, "bp-k1") {
+				ev := next(t, s.feed)
+				var feed struct {
+					Changes []struct {
+						RunID string `json:"runId"`
+					} `json:"changes"`
+				}
+				must(t, json.Unmarshal(ev.Data["changes"], &feed))
+				if len(feed.Changes) == 0 {
+					t.Fatalf("transport %d: an empty batch: %s", i, ev.Data["changes"])
+				}
+				for _, c := range feed.Changes {
+					got = append(got, c.RunID)
+				}
+			}
+			if slices.Sort(got); !slices.Equal(slices.Compact(got), []string{"bp", "bp-k1"}) {
+				t.Errorf("transport %d: the batches after changes out of scope hold %v", i, got)
+			}
+			if _, status, _, _ := next(t, s.in).run(t); status != "RUNNING" {
+				t.Errorf("transport %d: the run in scope is %s", i, status)
+			}
+		}
+		// The watcher has read every change by now; give the streams of
+		// the runs out of scope as many ticks again to send what they
+		// should not.
+		time.Sleep(200 * time.Millisecond)
+		for i, s := range tr {
+			for what, ch := range map[string]<-chan event{"out": s.out, "later": s.later} {
+				select {
+				case ev := <-ch:
+					t.Errorf("transport %d, %s: an event of a run out of scope: %s %+v", i, what, ev.Data["run"], ev.Errors)
+				default:
+				}
+			}
+		}
 	})
 }
