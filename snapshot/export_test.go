@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/store"
 )

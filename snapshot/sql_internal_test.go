@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
