@@ -374,7 +374,7 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 		if !l.scoped(scope, f) {
 			return nil
 		}
-		return q.listPage(page, listStatement(l.keyset(req.Order.key(), after, size+1)), l.args, size, anchor, req.Order)
+		return q.listPage(page, runsIn(q.dialect(), listStatement(l.keyset(req.Order.key(), after, size+1))), l.args, size, anchor, req.Order)
 	})
 	return page, err
 }

@@ -382,7 +382,7 @@ func (l pageList) sql(d store.Dialect, wants []pageWant) (string, []any) {
 // cols and statement, and its arguments; with ids, also the rows of those
 // ids, as page -1 (see pageIDs), which takes the statement of runPages.
 func pagesSQL(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
-	return statement(pagesUnion(d, wants, ids != nil)), pagesArgs(d, wants, ids)
+	return runsIn(d, statement(pagesUnion(d, wants, ids != nil))), pagesArgs(d, wants, ids)
 }
 
 // pagesUnion is keysetUnion with, when byID, the ids bound after the

@@ -156,3 +156,38 @@ func scopedAnchor(anchor, key string) string {
 	sum := sha256.Sum256([]byte(anchor + "\x00" + key))
 	return hex.EncodeToString(sum[:16])
 }
+
+// readableTables are the tables a read of the API selects from besides
+// flows_runs, whose columns selectRuns names: serve needs SELECT on each,
+// and on flows_runs on every column but waiting_token
+// (docs/contract.md#least-privilege).
+var readableTables = []string{"flows_schema_version", "flows_run_source", "flows_run_changes", "flows_run_parents",
+	"flows_steps", "flows_step_attempts", "flows_inbound_events", "flows_run_events"}
+
+// Readable checks, in a read of its own, that the store's role may read
+// everything serving reads: the position, the columns of a run read (an
+// empty batch of selectRuns, which names each) and every other table (a
+// statement that selects none of its rows, whose privileges are checked
+// all the same). It fails with PERSISTENCE_FAILED naming what could not be
+// read; a server whose role lacks a privilege would otherwise fail every
+// operation that meets it. It runs a statement per table.
+func (r *Reader) Readable(ctx context.Context) error {
+	ctx, rd := r.Begin(ctx)
+	defer rd.End()
+	return rd.do(ctx, func(q *querier) error {
+		if _, err := q.position(); err != nil {
+			return err
+		}
+		var raw rawRun
+		if err := q.each(r.selectRuns, []any{q.dialect().TextListArg(nil)}, raw.dest(), "reading the columns of runs", func() error { return nil }); err != nil {
+			return err
+		}
+		for _, t := range readableTables {
+			var one int64
+			if err := q.each(`SELECT 1 FROM (SELECT * FROM `+t+` WHERE 1 = 0) AS t`, nil, []any{&one}, "reading "+t, func() error { return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
