@@ -443,6 +443,21 @@ func TestScopes(t *testing.T) {
 			})
 		}
 
+		t.Run("a scope is part of what a list costs", func(t *testing.T) {
+			cost := func(path string) float64 {
+				t.Helper()
+				r := e.okAs(path, `{ listRuns(first: 200) { nodes { __typename } } }`, nil)
+				c, _ := get(r.Extensions, "cost", "requested").(float64)
+				return c
+			}
+			// Every run: one range. Two names: two ranges merged. A
+			// prefix: a condition the walk checks row by row.
+			all, names, prefix := cost(""), cost("b"), cost("a")
+			if all < 1 || names <= all || prefix <= all {
+				t.Errorf("cost of a list for every run %v, two names %v, a prefix %v", all, names, prefix)
+			}
+		})
+
 		t.Run("a list cursor is bound to the scope it was made in", func(t *testing.T) {
 			const list = `query($after: String) { listRuns(first: 1, after: $after) { pageInfo { endCursor } } flows(first: 1) { pageInfo { endCursor } } }`
 			const flows = `query($after: String) { flows(first: 1, after: $after) { nodes } }`

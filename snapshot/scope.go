@@ -127,23 +127,49 @@ func scopeTerms(d store.Dialect, s access.Scope, fixed *string, arg func(any) st
 // one condition every branch shares. It reports false when nothing in
 // scope can match: the statement need not run.
 func (l *listQuery) scoped(s access.Scope, f RunFilter) bool {
-	if s.All {
-		return true
-	}
-	if s.None() || (f.FlowName != nil && !s.Sees(*f.FlowName, true)) {
+	switch scopeOfFilter(s, f, len(l.branches)) {
+	case scopeNone:
 		return false
-	}
-	if f.FlowName != nil {
-		return true
-	}
-	if len(s.Prefixes) == 0 && len(l.branches)*len(s.Exact) <= MaxBranches {
+	case scopeBranches:
 		l.branches = l.cross(l.branches, len(s.Exact), func(i int) string {
 			return l.d.FlowNameExpr() + " = " + l.arg(s.Exact[i])
 		})
-		return true
+	case scopeShared:
+		l.shared = append(l.shared, scopeTerms(l.d, s, nil, l.arg).term)
 	}
-	l.shared = append(l.shared, scopeTerms(l.d, s, nil, l.arg).term)
 	return true
+}
+
+// scopeWalk is how a filter's statement walks a scope.
+type scopeWalk int
+
+const (
+	// scopeFree: the scope adds nothing (every run, or a flowName filter
+	// in scope).
+	scopeFree scopeWalk = iota
+	// scopeNone: nothing in scope can match.
+	scopeNone
+	// scopeBranches: each exact name is a branch of its own, an equality
+	// on the flow name index.
+	scopeBranches
+	// scopeShared: one condition every branch checks row by row.
+	scopeShared
+)
+
+// scopeOfFilter is how a filter f of branches branches walks scope s, for
+// the statement (listQuery.scoped) and its cost (ScanOf) alike.
+func scopeOfFilter(s access.Scope, f RunFilter, branches int) scopeWalk {
+	switch {
+	case s.All:
+		return scopeFree
+	case s.None() || (f.FlowName != nil && !s.Sees(*f.FlowName, true)):
+		return scopeNone
+	case f.FlowName != nil:
+		return scopeFree
+	case len(s.Prefixes) == 0 && branches*len(s.Exact) <= MaxBranches:
+		return scopeBranches
+	}
+	return scopeShared
 }
 
 // scopedAnchor binds a list cursor's anchor to the scope whose key is key,
