@@ -40,6 +40,8 @@ var (
 	opsReader = &access.Principal{Name: "b", Flows: []string{"ops", "billing-refund"}, Payloads: true}
 	// nobody has no flows: it sees no run.
 	nobody = &access.Principal{Name: "n", Payloads: true}
+	// bulkReader's prefix covers more flows than a list makes branches of.
+	bulkReader = &access.Principal{Name: "c", Flows: []string{"bulk-*", "ops"}}
 )
 
 // scopeEnv is a store with runs of several flows, served to each principal
@@ -58,7 +60,7 @@ type scopeEnv struct {
 	bodies map[string][][]byte // by principal path, every response body
 }
 
-var scopePaths = map[string]*access.Principal{"a": metadataOnly, "b": opsReader, "n": nobody}
+var scopePaths = map[string]*access.Principal{"a": metadataOnly, "b": opsReader, "n": nobody, "c": bulkReader}
 
 func scopeFixture(t *testing.T, d store.Dialect) *scopeEnv {
 	t.Helper()
@@ -94,6 +96,9 @@ func scopeFixture(t *testing.T, d store.Dialect) *scopeEnv {
 			func() error { return create(tx, "bx", "billing-invoice", "") },
 			func() error { return create(tx, "gone", "billing-invoice", "") },
 			func() error { return create(tx, "loop-0", "billing-invoice", "") },
+		}
+		for i := range snapshot.MaxBranches + 1 {
+			steps = append(steps, func() error { return create(tx, fmt.Sprintf("bulk-run-%02d", i), fmt.Sprintf("bulk-%02d", i), "") })
 		}
 		for i := range 5 {
 			steps = append(steps,
@@ -273,7 +278,7 @@ func (e *scopeEnv) checkSnapshot(t *testing.T, p *access.Principal, what string,
 
 const snapFields = `__typename ... on Run { id flowName } ... on MissingRun { id deleted deletedAtRevision }`
 
-var everyPath = map[string]*access.Principal{"": access.Everyone, "a": metadataOnly, "b": opsReader, "n": nobody}
+var everyPath = map[string]*access.Principal{"": access.Everyone, "a": metadataOnly, "b": opsReader, "n": nobody, "c": bulkReader}
 
 func TestScopes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {
@@ -400,7 +405,7 @@ func TestScopes(t *testing.T) {
 				})
 				var got []string
 				after := ""
-				for pages := 0; pages < 20; pages++ {
+				for pages := 0; pages < 100; pages++ {
 					r := e.okAs(path, `query($after: String) { flows(first: 1, after: $after) { nodes pageInfo { hasNextPage endCursor } } }`, map[string]any{"after": after})
 					for _, n := range get(r.Data, "flows", "nodes").([]any) {
 						got = append(got, n.(string))

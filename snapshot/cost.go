@@ -101,6 +101,12 @@ func ScanOf(f RunFilter, o RunOrder, count bool, scope ...access.Scope) Scan {
 		case scopeBranches:
 			s.Branches *= len(scope[0].Exact)
 			eq = append(eq, "flowName")
+		case scopeExpand:
+			// Costed as the most branches its flow names may make;
+			// prefixes that cover more names are checked row by row,
+			// bounded by the statement timeout.
+			s.Branches = MaxBranches
+			eq = append(eq, "flowName")
 		case scopeShared:
 			residual = true
 		}

@@ -110,8 +110,10 @@ func TestTheScanOfAScopedFilter(t *testing.T) {
 	completed := []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}
 	scope := func(flows ...string) access.Scope { return (&access.Principal{Flows: flows}).Scope() }
 	many := make([]string, 9)
+	prefixes := make([]string, 9)
 	for i := range many {
 		many[i] = fmt.Sprintf("flow-%d", i)
+		prefixes[i] = many[i] + "-*"
 	}
 	for _, c := range []struct {
 		name     string
@@ -124,7 +126,8 @@ func TestTheScanOfAScopedFilter(t *testing.T) {
 		{name: "two names: a branch each on the flow index", s: scope("ops", "audit"), branches: 2, served: true},
 		{name: "two names and two statuses", f: snapshot.RunFilter{Status: completed}, s: scope("ops", "audit"), branches: 4, served: true},
 		{name: "names past the branch bound: a condition", f: snapshot.RunFilter{Status: completed}, s: scope(many...), branches: 2, served: false},
-		{name: "a prefix: a condition", s: scope("billing-*"), branches: 1, served: false},
+		{name: "a prefix: costed as the most names it may expand to", s: scope("billing-*"), branches: snapshot.MaxBranches, served: true},
+		{name: "prefixes past the branch bound: a condition", f: snapshot.RunFilter{Status: completed}, s: scope(prefixes...), branches: 2, served: false},
 		{name: "a flow filter in scope: nothing more", f: snapshot.RunFilter{FlowName: &flow}, s: scope("ops", "audit"), branches: 1, served: true},
 		{name: "a flow filter out of scope: nothing to walk", f: snapshot.RunFilter{FlowName: &other}, s: scope("ops"), branches: 1, served: true},
 		{name: "a parent and names: a condition beside the parent's", f: snapshot.RunFilter{ParentRunID: &flow}, s: scope("ops"), branches: 1, served: false},

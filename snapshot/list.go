@@ -371,6 +371,10 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 			return nil
 		}
 		l := f.where(q.dialect())
+		scope, err := q.expand(scope, f, len(l.branches))
+		if err != nil {
+			return err
+		}
 		if !l.scoped(scope, f) {
 			return nil
 		}
@@ -441,7 +445,11 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 			return nil
 		}
 		l := f.where(q.dialect())
-		if !l.scoped(scopeOf(ctx), f) {
+		scope, err := q.expand(scopeOf(ctx), f, len(l.branches))
+		if err != nil {
+			return err
+		}
+		if !l.scoped(scope, f) {
 			return nil
 		}
 		var n int64

@@ -52,7 +52,13 @@ func (r *Reader) RunStats(ctx context.Context, filter RunFilter, upTo int64) ([]
 			_, err := q.position()
 			return err
 		}
-		sql, args, ok := statsSQL(q.dialect(), f, counted, upTo, scopeOf(ctx))
+		// Each status is a count of its own, of the branches of the
+		// filter's waiting kinds.
+		scope, err := q.expand(scopeOf(ctx), f, max(1, len(f.WaitingKind)))
+		if err != nil {
+			return err
+		}
+		sql, args, ok := statsSQL(q.dialect(), f, counted, upTo, scope)
 		if !ok {
 			_, err := q.position()
 			return err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flowsnap/flowsnap/access"
@@ -134,10 +135,40 @@ func (l *listQuery) scoped(s access.Scope, f RunFilter) bool {
 		l.branches = l.cross(l.branches, len(s.Exact), func(i int) string {
 			return l.d.FlowNameExpr() + " = " + l.arg(s.Exact[i])
 		})
-	case scopeShared:
+	case scopeShared, scopeExpand:
 		l.shared = append(l.shared, scopeTerms(l.d, s, nil, l.arg).term)
 	}
 	return true
+}
+
+// expand returns s with its prefixes replaced by the flow names under them
+// that the store holds, read in q's snapshot by the skip scan of Flows (a
+// seek per name), when those and s's exact names make at most MaxBranches
+// branches of a filter of branches: then each name is a range of the flow
+// name index, as a list by flowName is. Otherwise, or when s has no
+// prefix, it returns s, whose prefixes the statement then checks row by
+// row.
+func (q *querier) expand(s access.Scope, f RunFilter, branches int) (access.Scope, error) {
+	if scopeOfFilter(s, f, branches) != scopeExpand {
+		return s, nil
+	}
+	room := MaxBranches/branches - len(s.Exact)
+	names := slices.Clone(s.Exact)
+	for _, p := range s.Prefixes {
+		sql, args := flowsSQL(q.dialect(), p, nil, room+1, access.Everyone.Scope())
+		var name string
+		if err := q.each(sql, args, []any{&name}, "listing the flows of a scope", func() error {
+			names = append(names, name)
+			return nil
+		}); err != nil {
+			return s, err
+		}
+		if len(names) > MaxBranches/branches {
+			return s, nil
+		}
+	}
+	slices.Sort(names)
+	return access.Scope{Exact: slices.Compact(names)}, nil
 }
 
 // scopeWalk is how a filter's statement walks a scope.
@@ -154,6 +185,9 @@ const (
 	scopeBranches
 	// scopeShared: one condition every branch checks row by row.
 	scopeShared
+	// scopeExpand: prefixes the store's flow names may make branches of
+	// (querier.expand); a condition as scopeShared until they do.
+	scopeExpand
 )
 
 // scopeOfFilter is how a filter f of branches branches walks scope s, for
@@ -168,6 +202,8 @@ func scopeOfFilter(s access.Scope, f RunFilter, branches int) scopeWalk {
 		return scopeFree
 	case len(s.Prefixes) == 0 && branches*len(s.Exact) <= MaxBranches:
 		return scopeBranches
+	case len(s.Prefixes) > 0 && branches*(len(s.Exact)+len(s.Prefixes)) <= MaxBranches:
+		return scopeExpand
 	}
 	return scopeShared
 }
