@@ -104,3 +104,17 @@ func FlowsCursor(source, prefix, last string) string {
 
 // PrefixEnd is prefixEnd, for its tests.
 var PrefixEnd = prefixEnd
+
+// ScopedListSQL is ListSQL at the start of the list, for a principal of
+// scope s, whose prefixes are taken as they are (querier.expand turns them
+// into names first when it can: pass the names to see that statement).
+func ScopedListSQL(d store.Dialect, req ListRequest, s access.Scope) (string, []any) {
+	f := req.Filter.canonical()
+	if req.Order == "" {
+		req.Order = NewestFirst
+	}
+	l := f.where(d)
+	l.scoped(s, f)
+	size, _ := pageSize(req.First)
+	return runsIn(d, listStatement(l.keyset(req.Order.key(), nil, size+1))), l.args
+}
