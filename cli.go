@@ -145,6 +145,13 @@ func (b binder) limitFlags(l *endpoint.Options) []cli.Flag {
 		bind(b, &cli.IntFlag{Name: "max-parsing", Value: d.MaxParsing, Usage: "how many new documents (and large bodies) are parsed and validated at once"}, &l.MaxParsing),
 		bind(b, &cli.IntFlag{Name: "max-parsing-queue", Value: d.MaxParsingQueue, Usage: "how many requests may wait to be parsed; past it they are refused as busy (503)"}, &l.MaxParsingQueue),
 		bind(b, &cli.IntFlag{Name: "parsing-duty-percent", Value: d.ParsingDutyPercent, Usage: "the share of its time a parsing slot may be busy (100: never rests)"}, &l.ParsingDutyPercent),
+		bind(b, &cli.DurationFlag{Name: "event-timeout", Usage: "the longest one subscription event may take, from the change it reports to its answer; one over it ends its subscription with TIMEOUT", DefaultText: "--timeout"}, &l.EventTimeout),
+		bind(b, &cli.IntFlag{Name: "max-connections", Value: d.MaxConnections, Usage: "the most streams (WebSocket connections and SSE subscriptions together) open at once; past it 503 SUBSCRIPTION_LIMIT"}, &l.MaxConnections),
+		bind(b, &cli.IntFlag{Name: "max-connections-per-client", Value: d.MaxConnectionsPerClient, Usage: "the most streams one client (its principal, else its remote address) holds at once"}, &l.MaxConnectionsPerClient),
+		bind(b, &cli.IntFlag{Name: "max-subscriptions-per-client", Value: d.MaxSubscriptionsPerClient, Usage: "the most subscriptions one client holds at once, over all its streams"}, &l.MaxSubscriptionsPerClient),
+		bind(b, &cli.DurationFlag{Name: "stream-write-timeout", Value: d.StreamWriteTimeout, Usage: "the longest one write to a stream may wait for its client to read; past it the stream is dropped"}, &l.StreamWriteTimeout),
+		bind(b, &cli.IntFlag{Name: "max-pings-per-second", Value: d.MaxPingsPerSecond, Usage: "the most ping messages a WebSocket connection has answered a second (in bursts of as many); past it the connection is read no faster"}, &l.MaxPingsPerSecond),
+		bind(b, &cli.IntFlag{Name: "max-events", Value: d.MaxEvents, Usage: "how many subscription events are read at once (each slot resting as long as an event held it); others wait their turn"}, &l.MaxEvents),
 	}
 }
 

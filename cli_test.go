@@ -18,7 +18,8 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"replica", "stale-wait", "stale-from-primary", "replica-check-interval", "max-replica-lag", "allowed-hosts",
 		"statement-timeout", "expensive-reads", "pg-exec-mode",
 		"max-tokens", "max-nodes", "max-fields", "max-same-name", "max-aliases", "max-errors", "max-body-bytes",
-		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent"}
+		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent",
+		"event-timeout", "max-connections", "max-connections-per-client", "max-subscriptions-per-client", "stream-write-timeout", "max-pings-per-second", "max-events"}
 	want := map[string][]string{
 		"flowsnap": append([]string{"data", "runs", "rate"}, serve...),
 		"serve":    append([]string{"db"}, serve...),
@@ -47,6 +48,9 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"max-body-bytes": "FLOWSNAP_MAX_BODY_BYTES", "max-response-bytes": "FLOWSNAP_MAX_RESPONSE_BYTES",
 		"max-variable-values": "FLOWSNAP_MAX_VARIABLE_VALUES", "max-parsing": "FLOWSNAP_MAX_PARSING",
 		"max-parsing-queue": "FLOWSNAP_MAX_PARSING_QUEUE", "parsing-duty-percent": "FLOWSNAP_PARSING_DUTY_PERCENT",
+		"event-timeout": "FLOWSNAP_EVENT_TIMEOUT", "max-connections": "FLOWSNAP_MAX_CONNECTIONS",
+		"max-connections-per-client": "FLOWSNAP_MAX_CONNECTIONS_PER_CLIENT", "max-subscriptions-per-client": "FLOWSNAP_MAX_SUBSCRIPTIONS_PER_CLIENT",
+		"stream-write-timeout": "FLOWSNAP_STREAM_WRITE_TIMEOUT", "max-pings-per-second": "FLOWSNAP_MAX_PINGS_PER_SECOND", "max-events": "FLOWSNAP_MAX_EVENTS",
 		"data": "FLOWSNAP_DATA", "runs": "FLOWSNAP_RUNS", "rate": "FLOWSNAP_RATE", "seed": "FLOWSNAP_SEED", "db": "FLOWSNAP_DB",
 		"server": "FLOWSNAP_SERVER", "token": "FLOWSNAP_TOKEN",
 	}

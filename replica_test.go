@@ -541,9 +541,25 @@ func TestAReplicaPastTheLagBoundIsLeftForThePrimary(t *testing.T) {
 	})
 }
 
+// TestAReplicaLaggingLongerThanTheTimeBoundIsLeftForThePrimary pauses the
+// standby's replay under a subscription and a reader: both move to the
+// primary once the standby lags past the bound, well before --stale-wait
+// would have let the subscription's event wait for the standby and then
+// read the primary.
 func TestAReplicaLaggingLongerThanTheTimeBoundIsLeftForThePrimary(t *testing.T) {
 	r := newReplicated(t)
-	base := r.serve(t, "--max-replica-lag", "1000,300ms")
+	base := r.serve(t, "--max-replica-lag", "1000,300ms", "--stale-wait", "20s", "--live-interval", "20ms")
+	behind := r.revision(t)
+	var events <-chan int64
+	eventually(t, 10*time.Second, "a first event", func() (bool, string) {
+		events = positionEvents(t, base)
+		select {
+		case got := <-events:
+			return got == behind, fmt.Sprintf("revision %d, want %d", got, behind)
+		case <-time.After(time.Second):
+			return false, "none"
+		}
+	})
 	r.pause(t)
 	t.Cleanup(func() { r.resume(t) })
 	r.addChild(t)
@@ -553,6 +569,14 @@ func TestAReplicaLaggingLongerThanTheTimeBoundIsLeftForThePrimary(t *testing.T) 
 		_, body := httpGet(t, base+"/readyz")
 		return a.revision(t) == ahead && strings.Contains(body, "more than the bound of 300ms"), body
 	})
+	timeout := time.After(5 * time.Second)
+	for got := int64(0); got < ahead; {
+		select {
+		case got = <-events:
+		case <-timeout:
+			t.Fatalf("the subscription saw nothing past revision %d within 5s of the reads moving; the primary is at %d", got, ahead)
+		}
+	}
 	_, metrics := httpGet(t, base+"/metrics")
 	if !strings.Contains(metrics, `flowsnap_replica_lag_seconds{replica="1"} `) || strings.Contains(metrics, `flowsnap_replica_lag_seconds{replica="1"} 0`+"\n") {
 		t.Errorf("the lag in time is not reported:\n%s", grepLines(metrics, "flowsnap_replica_lag"))

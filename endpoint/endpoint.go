@@ -49,9 +49,13 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The deadline covers the whole request; the client leaving cancels it.
 	// A subscription's stream (WebSocket or server-sent events) lasts as
 	// long as it is wanted: its operations get their deadlines one by one.
-	ctx, cancel := r.Context(), context.CancelFunc(func() {})
-	if !streaming(r) {
-		ctx, cancel = context.WithTimeout(ctx, e.opts.Timeout)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if streaming(r) {
+		// Cancelled when a write to the stream misses its deadline.
+		ctx, cancel = context.WithCancel(r.Context())
+	} else {
+		ctx, cancel = context.WithTimeout(r.Context(), e.opts.Timeout)
 	}
 	defer cancel()
 	rec := &record.Record{}
@@ -88,7 +92,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Refuse(reason, code, msg)
 		writeError(sw, responseMedia(r), status, code, msg)
 	case streaming(r):
-		e.next.ServeHTTP(sw, r)
+		e.stream(sw, r, cancel)
 	case r.Method == http.MethodGet:
 		digest := requestDigest(r)
 		if !e.notModified(ctx, sw, r, digest) {

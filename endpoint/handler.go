@@ -33,6 +33,9 @@ import (
 // is complete; the response carries the position in extensions.position.
 func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	opts = opts.withDefaults()
+	opts.streams = newPlaces("streams", opts.MaxConnections, opts.MaxConnectionsPerClient)
+	opts.subscriptions = newPlaces("subscriptions", 0, opts.MaxSubscriptionsPerClient)
+	opts.events = make(chan struct{}, opts.MaxEvents)
 	es := graph.NewSchema(reader)
 	planner := plan.New(es.Schema())
 	srv := handler.New(es)
@@ -83,6 +86,9 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 // text/event-stream.
 func addLiveTransports(srv *handler.Server, opts Options) {
 	srv.AddTransport(transport.Websocket{
+		Implementation:   websocketConns{opts: opts},
+		PayloadReadLimit: &opts.MaxBodyBytes,
+		InitFunc:         dropInitPayload(nil),
 		// graphql-transport-ws keeps alive with ping messages, which the
 		// client answers with pong: a client that stops answering is gone.
 		PingPongInterval: opts.KeepAlive,

@@ -52,7 +52,10 @@ func liveFanOut(b *testing.B, duration time.Duration) {
 	defer stop()
 	go func() { _ = watcher.Run(wctx) }()
 	<-watcher.Ready()
-	srv := httptest.NewServer(endpoint.NewHandler(reader, endpoint.Options{Live: watcher}))
+	// One client holds every subscription.
+	// FLOWSNAP_BENCH_MAX_EVENTS sets --max-events (default: half the CPUs).
+	srv := httptest.NewServer(endpoint.NewHandler(reader, endpoint.Options{Live: watcher, MaxSubscriptionsPerClient: 1100,
+		MaxEvents: envInt("FLOWSNAP_BENCH_MAX_EVENTS", 0)}))
 	defer srv.Close()
 
 	// When each revision was first seen.

@@ -191,10 +191,16 @@ type wsMessage struct {
 // background until the test ends.
 func dialWS(t testing.TB, base string) *wsClient {
 	t.Helper()
+	return dialWSVia(t, base, nil)
+}
+
+// dialWSVia dials as dialWS does, through client (nil: the default).
+func dialWSVia(t testing.TB, base string, client *http.Client) *wsClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/graphql",
-		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPClient: client})
 	if err != nil {
 		t.Fatalf("dialing: %v", err)
 	}
@@ -301,6 +307,7 @@ type sseStream struct {
 	pings  chan struct{}
 	cancel context.CancelFunc
 	header http.Header
+	status int
 }
 
 // subscribeSSE posts a subscription that accepts text/event-stream and
@@ -313,18 +320,24 @@ func subscribeSSE(t *testing.T, base, query string, vars map[string]any) *sseStr
 // postSSE posts a subscription request of any body, as subscribeSSE does.
 func postSSE(t *testing.T, base string, request map[string]any) *sseStream {
 	t.Helper()
+	return postSSEVia(t, base, http.DefaultClient, request)
+}
+
+// postSSEVia posts as postSSE does, through client.
+func postSSEVia(t *testing.T, base string, client *http.Client, request map[string]any) *sseStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	body, _ := json.Marshal(request)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	must(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		cancel()
 		t.Fatalf("posting the subscription: %v", err)
 	}
-	s := &sseStream{events: make(chan event, 1000), done: make(chan struct{}), pings: make(chan struct{}, 100), cancel: cancel, header: resp.Header}
+	s := &sseStream{events: make(chan event, 1000), done: make(chan struct{}), pings: make(chan struct{}, 100), cancel: cancel, header: resp.Header, status: resp.StatusCode}
 	t.Cleanup(cancel)
 	go func() {
 		defer close(s.done)
@@ -522,7 +535,7 @@ func TestAThousandSubscribersShareEachTick(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("run-%02d", i)
 		}
-		e := liveFixture(t, d, live.Options{MaxSubscriptions: 1000}, endpoint.Options{}, ids...)
+		e := liveFixture(t, d, live.Options{MaxSubscriptions: 1000}, endpoint.Options{MaxSubscriptionsPerClient: 1000}, ids...)
 		ctx := context.Background()
 		type sub struct {
 			ch    <-chan event

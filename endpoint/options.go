@@ -74,6 +74,40 @@ type Options struct {
 	// Tracer, when set, makes each operation and each subscription event
 	// a span (trace.go); nil traces nothing.
 	Tracer trace.Tracer
+	// EventTimeout bounds one subscription event, from the read of the
+	// change it reports to its response made; 0 takes Timeout. An event
+	// over it ends its subscription with TIMEOUT.
+	EventTimeout time.Duration
+	// MaxConnections bounds the streams open at once: WebSocket
+	// connections and server-sent event streams together. Past it a new
+	// one is refused, 503 SUBSCRIPTION_LIMIT, before any upgrade.
+	MaxConnections int
+	// MaxConnectionsPerClient bounds the streams one client holds; a
+	// client is its principal when the request carries one, else its
+	// remote address (clientOf).
+	MaxConnectionsPerClient int
+	// MaxSubscriptionsPerClient bounds the subscriptions one client holds
+	// at once, over all of its streams.
+	MaxSubscriptionsPerClient int
+	// StreamWriteTimeout bounds each write to a stream: a client that
+	// takes nothing for that long is dropped and its place freed.
+	StreamWriteTimeout time.Duration
+	// MaxPingsPerSecond bounds the ping messages of a WebSocket
+	// connection answered a second (in a burst of as many); past it the
+	// connection's next message is read only when the rate allows.
+	MaxPingsPerSecond int
+	// MaxInitBytes bounds a WebSocket connection's first message, its
+	// connection_init; a larger one closes the connection with 4400.
+	MaxInitBytes int
+	// MaxEvents bounds how many subscription events are read at once;
+	// others wait for a turn (and their deadline, EventTimeout, runs from
+	// when they have one).
+	MaxEvents int
+	// events holds a token per event being read (MaxEvents).
+	events chan struct{}
+	// streams and subscriptions are the places of streams and of
+	// subscriptions, shared by every copy of the options (NewHandler).
+	streams, subscriptions *places
 	// NoDirect leaves every operation to gqlgen's executor, which
 	// otherwise answers only the queries the direct answer does not know
 	// (direct.go): the same response, at a higher cost.
@@ -105,6 +139,17 @@ var DefaultOptions = Options{
 	MaxVariableValues: 2_000,
 	MaxResponseBytes:  32 << 20,
 	KeepAlive:         15 * time.Second,
+	// As many streams as subscriptions (live.DefaultMaxSubscriptions),
+	// a tenth of them for one client.
+	MaxConnections:            1000,
+	MaxConnectionsPerClient:   100,
+	MaxSubscriptionsPerClient: 100,
+	StreamWriteTimeout:        10 * time.Second,
+	// A client pings every few seconds at most.
+	MaxPingsPerSecond: 5,
+	MaxInitBytes:      16 << 10,
+	// Half the CPUs: a crowd of subscribers leaves the rest to queries.
+	MaxEvents: max(1, runtime.GOMAXPROCS(0)/2),
 }
 
 func (o Options) withDefaults() Options {
@@ -162,6 +207,30 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = d.KeepAlive
+	}
+	if o.EventTimeout <= 0 {
+		o.EventTimeout = o.Timeout
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = d.MaxConnections
+	}
+	if o.MaxConnectionsPerClient <= 0 {
+		o.MaxConnectionsPerClient = d.MaxConnectionsPerClient
+	}
+	if o.MaxSubscriptionsPerClient <= 0 {
+		o.MaxSubscriptionsPerClient = d.MaxSubscriptionsPerClient
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = d.StreamWriteTimeout
+	}
+	if o.MaxPingsPerSecond <= 0 {
+		o.MaxPingsPerSecond = d.MaxPingsPerSecond
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = d.MaxEvents
+	}
+	if o.MaxInitBytes <= 0 {
+		o.MaxInitBytes = d.MaxInitBytes
 	}
 	return o
 }

@@ -68,15 +68,37 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-func (s *statusWriter) Flush() {
+func (s *statusWriter) Flush() { _ = s.FlushError() }
+
+// FlushError flushes as Flush does, and says whether the flush failed (a
+// stream's write deadline passed, its client went): what
+// http.ResponseController.Flush returns.
+//
+// A writer between it and the connection may swallow the error (gzip's
+// Flush returns none): once they have flushed, the connection's own writer
+// is flushed too, which writes nothing more but reports a write that
+// failed or missed its deadline.
+func (s *statusWriter) FlushError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.finished {
-		return
+		return errFinished
 	}
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+	if err := http.NewResponseController(s.ResponseWriter).Flush(); err != nil {
+		return err
 	}
+	w := s.ResponseWriter
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	if f, ok := w.(interface{ FlushError() error }); ok && w != s.ResponseWriter {
+		return f.FlushError()
+	}
+	return nil
 }
 
 // Hijack hands a WebSocket upgrade the connection underneath.

@@ -53,10 +53,14 @@ func WithStream(ctx context.Context, st *Stream) context.Context {
 }
 
 // Lend offers the stream the context of the next event, which carries rd,
-// not yet opened; a slot already offered and not taken stays.
-func (st *Stream) Lend(ctx context.Context, rd *snapshot.Read) {
+// not yet opened; a slot already offered and not taken stays. begin, when
+// not nil, is called when the event's read begins, once the wait for a
+// change is over: the event's own time starts there. rest, when not nil,
+// is called when that read sent nothing (Unchanged), before the stream
+// waits for the next change: the event's time stops until begin again.
+func (st *Stream) Lend(ctx context.Context, rd *snapshot.Read, begin, rest func()) {
 	select {
-	case st.slots <- slot{ctx, rd}:
+	case st.slots <- slot{ctx, rd, begin, rest}:
 	default:
 	}
 }
@@ -149,8 +153,14 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 			// The event's span (docs/contract.md#traces) began when its
 			// slot was lent; its read begins now.
 			trace.SpanFromContext(sl.ctx).AddEvent("read")
+			if sl.begin != nil {
+				sl.begin()
+			}
 			v, rev, again, err := read(sl.ctx)
 			if errors.Is(err, Unchanged) {
+				if sl.rest != nil {
+					sl.rest()
+				}
 				sl.rd.Restart()
 				sl.rd.AtLeast(st.sent.Load())
 				last, now = max(last, rev), false
@@ -178,8 +188,11 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 // tell the client nothing it may learn: Watch then sends nothing.
 var Unchanged = errors.New("live: nothing new to send")
 
-// slot is an event's context, with the read it carries, not yet open.
+// slot is an event's context, with the read it carries, not yet open, and
+// what to call when the event begins and when it rests.
 type slot struct {
-	ctx context.Context
-	rd  *snapshot.Read
+	ctx   context.Context
+	rd    *snapshot.Read
+	begin func()
+	rest  func()
 }

@@ -52,26 +52,17 @@ func readFilter(cmd *cli.Command, now time.Time) (filter, error) {
 		v := cmd.String(name)
 		return &v
 	}
+	var err error
 	if cmd.IsSet("status") {
 		f.set = true
-		f.Status = []gql.RunStatus{}
-		for _, s := range cmd.StringSlice("status") {
-			v, err := enumValue("--status", s, gql.AllRunStatus)
-			if err != nil {
-				return f, err
-			}
-			f.Status = append(f.Status, v)
+		if f.Status, err = enumValues("status", cmd.StringSlice("status"), gql.AllRunStatus); err != nil {
+			return f, err
 		}
 	}
 	if cmd.IsSet("waiting-kind") {
 		f.set = true
-		f.WaitingKind = []gql.WaitingKind{}
-		for _, s := range cmd.StringSlice("waiting-kind") {
-			v, err := enumValue("--waiting-kind", s, gql.AllWaitingKind)
-			if err != nil {
-				return f, err
-			}
-			f.WaitingKind = append(f.WaitingKind, v)
+		if f.WaitingKind, err = enumValues("waiting-kind", cmd.StringSlice("waiting-kind"), gql.AllWaitingKind); err != nil {
+			return f, err
 		}
 	}
 	f.FlowName, f.ParentRunId, f.ExecutionParentId = str("flow"), str("parent"), str("execution-parent")
@@ -106,6 +97,19 @@ func readFilter(cmd *cli.Command, now time.Time) (filter, error) {
 }
 
 // enumValue reads an enum value in any case: failed, FAILED.
+// enumValues reads the values given to --flag, each one of all.
+func enumValues[T ~string](flag string, given []string, all []T) ([]T, error) {
+	out := []T{}
+	for _, s := range given {
+		v, err := enumValue("--"+flag, s, all)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func enumValue[T ~string](flag, s string, all []T) (T, error) {
 	v := T(strings.ToUpper(strings.TrimSpace(s)))
 	if !slices.Contains(all, v) {

@@ -10,14 +10,14 @@ import (
 
 // The fields a selection set collects on a type depend on the operation's
 // variables only through directives (@skip, @include, @defer with a
-// variable condition). Most documents a dashboard sends have none, and
-// then every operation of the document collects the same fields: the
+// variable condition). Most selection sets a dashboard sends have none,
+// and then every operation of the document collects the same fields: the
 // read-ahead and the direct answer collect them once per document and
-// type, not once per request and list element's type.
+// type, not once per request and list element's type. A set with a
+// directive is collected anew each time.
 
-// sharedFields are the fields collected for the documents that have no
-// directive on any selection, by document; at most as many documents as
-// the query cache holds.
+// sharedFields are the fields collected for the documents served, by
+// document; at most as many documents as the query cache holds.
 var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 	c, err := lru.New[*ast.QueryDocument, *docFields](1000)
 	if err != nil {
@@ -26,83 +26,98 @@ var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 	return c
 }()
 
-// docFields are one document's collected fields, by selection set and
-// type, and what the read-ahead found of them (mayRead); nil for a
-// document whose fields depend on its variables.
+// docFields are one document's collected fields that no variable changes,
+// by selection set and type, and what the read-ahead found of them
+// (mayRead).
 type docFields struct {
-	m     sync.Map // collectedKey → []graphql.CollectedField
-	reads sync.Map // collectedKey of a field's selection and type → bool
+	m     sync.Map // selectionKey → []graphql.CollectedField
+	reads sync.Map // selectionKey of a field's selection and type → bool
 }
 
-// sharedOf returns the shared fields of oc's document; nil when its fields
-// are not shared.
-func sharedOf(oc *graphql.OperationContext) *docFields {
-	if oc.Doc == nil {
-		return nil
+// maxShared is the most selections a set may have to be shared: sets are
+// most often a fragment or a handful of fields.
+const maxShared = 8
+
+// selectionKey names a selection set on a type by the document's own
+// nodes, which every request of the document shares. The slice holding
+// them is no key: the executor merges a field's selections into a new
+// slice on every request, and a cache keyed by it grows without bound.
+type selectionKey struct {
+	sels [maxShared]ast.Selection
+	n    int
+	typ  string
+}
+
+// sharedKey returns the shared fields of oc's document and the key of sel
+// on typ among them; nil when sel is not shared (no document, or too many
+// selections).
+func sharedKey(oc *graphql.OperationContext, sel ast.SelectionSet, typ string) (*docFields, selectionKey) {
+	k := selectionKey{n: len(sel), typ: typ}
+	if oc.Doc == nil || len(sel) == 0 || len(sel) > maxShared {
+		return nil, k
 	}
+	copy(k.sels[:], sel)
 	// Peek takes the cache's read lock only: documents leave it in the
 	// order they came.
 	d, ok := sharedFields.Peek(oc.Doc)
 	if !ok {
-		if withoutDirectives(oc.Doc) {
-			d = &docFields{}
-		}
+		d = &docFields{}
 		sharedFields.Add(oc.Doc, d)
 	}
-	return d
+	return d, k
 }
 
 // collectFields returns graphql.CollectFields(oc, sel, implementors), the
 // same fields in the same order, from the document's shared fields when it
 // has them. The caller must not change the slice it gets.
 func collectFields(oc *graphql.OperationContext, sel ast.SelectionSet, implementors []string) []graphql.CollectedField {
-	var d *docFields
-	if len(sel) > 0 && len(implementors) > 0 {
-		d = sharedOf(oc)
-	}
-	if d == nil {
-		return graphql.CollectFields(oc, sel, implementors)
-	}
-	// A type's implementors start with the type itself: the first names
-	// the set.
-	key := collectedKey{first: &sel[0], n: len(sel), typ: implementors[0]}
-	if fields, ok := d.m.Load(key); ok {
-		return fields.([]graphql.CollectedField)
-	}
-	fields := graphql.CollectFields(oc, sel, implementors)
-	d.m.Store(key, fields)
+	fields, _ := collectFixed(oc, sel, implementors)
 	return fields
 }
 
-// withoutDirectives reports whether no selection of doc, in its
-// operations and fragments, carries a directive.
-func withoutDirectives(doc *ast.QueryDocument) bool {
-	for _, op := range doc.Operations {
-		if !setWithoutDirectives(op.SelectionSet) {
-			return false
-		}
+// collectFixed is collectFields, and says whether the fields are the same
+// for every request of the document (fixed).
+func collectFixed(oc *graphql.OperationContext, sel ast.SelectionSet, implementors []string) ([]graphql.CollectedField, bool) {
+	if len(implementors) == 0 {
+		return graphql.CollectFields(oc, sel, implementors), false
 	}
-	for _, f := range doc.Fragments {
-		if len(f.Directives) > 0 || !setWithoutDirectives(f.SelectionSet) {
-			return false
-		}
+	// A type's implementors start with the type itself: the first names
+	// the set.
+	d, key := sharedKey(oc, sel, implementors[0])
+	if d == nil {
+		return graphql.CollectFields(oc, sel, implementors), false
 	}
-	return true
+	if fields, ok := d.m.Load(key); ok {
+		return fields.([]graphql.CollectedField), true
+	}
+	fields := graphql.CollectFields(oc, sel, implementors)
+	if !fixed(oc.Doc, sel) {
+		return fields, false
+	}
+	d.m.Store(key, fields)
+	return fields, true
 }
 
-func setWithoutDirectives(set ast.SelectionSet) bool {
-	for _, sel := range set {
-		switch s := sel.(type) {
+// fixed reports whether the fields sel collects are the same whatever the
+// variables: no directive on its selections, nor on the inline fragments
+// and fragment spreads it collects through, nor on their fragments.
+func fixed(doc *ast.QueryDocument, sel ast.SelectionSet) bool {
+	for _, s := range sel {
+		switch s := s.(type) {
 		case *ast.Field:
-			if len(s.Directives) > 0 || !setWithoutDirectives(s.SelectionSet) {
+			if len(s.Directives) > 0 {
 				return false
 			}
 		case *ast.InlineFragment:
-			if len(s.Directives) > 0 || !setWithoutDirectives(s.SelectionSet) {
+			if len(s.Directives) > 0 || !fixed(doc, s.SelectionSet) {
 				return false
 			}
 		case *ast.FragmentSpread:
-			if len(s.Directives) > 0 {
+			f := s.Definition
+			if f == nil {
+				f = doc.Fragments.ForName(s.Name)
+			}
+			if len(s.Directives) > 0 || f == nil || len(f.Directives) > 0 || !fixed(doc, f.SelectionSet) {
 				return false
 			}
 		}

@@ -108,6 +108,8 @@ type directWriter struct {
 	collected map[collectedKey][]graphql.CollectedField
 }
 
+// collectedKey names a selection set on a type within one request, in
+// which the slice holding the set is the same for every element.
 type collectedKey struct {
 	first *ast.Selection
 	n     int

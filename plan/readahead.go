@@ -394,36 +394,51 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 }
 
 // mayRead reports whether anything f selects may read: a batched field
-// at any depth below it, on any type its values may have. Documents whose
-// fields are shared (collectFields) keep the answer.
+// at any depth below it, on any type its values may have.
 func (p *Planner) mayRead(oc *graphql.OperationContext, f graphql.CollectedField) bool {
+	reads, _ := p.mayReadFixed(oc, f)
+	return reads
+}
+
+// mayReadFixed is mayRead, and says whether the answer is the same for
+// every request of the document (no directive on the way decided it), in
+// which case the document's shared fields keep it.
+func (p *Planner) mayReadFixed(oc *graphql.OperationContext, f graphql.CollectedField) (reads, fixed bool) {
 	if len(f.Selections) == 0 || f.Definition == nil {
-		return false
+		return false, true
 	}
 	typ := f.Definition.Type.Name()
-	d := sharedOf(oc)
-	key := collectedKey{first: &f.Selections[0], n: len(f.Selections), typ: typ}
+	d, key := sharedKey(oc, f.Selections, typ)
 	if d != nil {
 		if reads, ok := d.reads.Load(key); ok {
-			return reads.(bool)
+			return reads.(bool), true
 		}
 	}
-	reads := false
+	fixed = true
 	if def := p.schema.Types[typ]; def != nil {
 	types:
 		for _, t := range p.schema.GetPossibleTypes(def) {
-			for _, g := range collectFields(oc, f.Selections, p.implementors[t.Name]) {
-				if _, ok := batchFields[t.Name+"."+g.Name]; ok || p.mayRead(oc, g) {
+			fields, fx := collectFixed(oc, f.Selections, p.implementors[t.Name])
+			fixed = fixed && fx
+			for _, g := range fields {
+				_, batched := batchFields[t.Name+"."+g.Name]
+				if !batched {
+					r, fg := p.mayReadFixed(oc, g)
+					fixed, batched = fixed && fg, r
+				}
+				if batched {
+					// A read on a way no variable decides is one for
+					// every request.
 					reads = true
 					break types
 				}
 			}
 		}
 	}
-	if d != nil {
+	if d != nil && fixed {
 		d.reads.Store(key, reads)
 	}
-	return reads
+	return reads, fixed
 }
 
 // typeGroup is the objects of a level of one GraphQL type.

@@ -101,13 +101,7 @@ func (r *Reader) Changes(ctx context.Context, req ChangesRequest) (*ChangeFeed, 
 	if req.Since < 0 || req.Since > vocab.MaxSafe {
 		return nil, fault.Errorf(fault.BadUserInput, "since must be an integer in 0..2^53-1")
 	}
-	var out *ChangeFeed
-	err := r.with(ctx, func(q *querier) error {
-		var err error
-		out, err = q.changes(req, size)
-		return err
-	})
-	return out, err
+	return readWith(ctx, r, func(q *querier) (*ChangeFeed, error) { return q.changes(req, size) })
 }
 
 func (q *querier) changes(req ChangesRequest, size int) (*ChangeFeed, error) {

@@ -130,13 +130,7 @@ func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]Resul
 // Steps reads steps by key in one statement: one Result[Step] per key, in
 // request order, with a nil Step where the run has no such step.
 func (r *Reader) Steps(ctx context.Context, keys []StepKey) ([]Result[Step], error) {
-	var out []Result[Step]
-	err := r.with(ctx, func(q *querier) error {
-		var err error
-		out, err = q.steps(keys)
-		return err
-	})
-	return out, err
+	return readWith(ctx, r, func(q *querier) ([]Result[Step], error) { return q.steps(keys) })
 }
 
 func selectSteps(d store.Dialect) string {

@@ -117,8 +117,7 @@ func (w *rawStep) decode() (Step, error) {
 	if d.msg != "" {
 		runID, _ := toText(w.runID)
 		stepID, _ := toText(w.stepID)
-		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: runID,
-			Message: fmt.Sprintf("step %s of run %s cannot be decoded: %s", vocab.Quote(stepID), vocab.Quote(runID), d.msg)}
+		return nil, d.of(runID, "step %s of run %s", vocab.Quote(stepID), vocab.Quote(runID))
 	}
 	return step, nil
 }
@@ -185,8 +184,7 @@ func (w *rawInbound) decode() (*InboundEvent, error) {
 	if d.msg != "" {
 		runID, _ := toText(w.runID)
 		id, _ := toText(w.id)
-		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: runID,
-			Message: fmt.Sprintf("inbound event %s of run %s cannot be decoded: %s", vocab.Quote(id), vocab.Quote(runID), d.msg)}
+		return nil, d.of(runID, "inbound event %s of run %s", vocab.Quote(id), vocab.Quote(runID))
 	}
 	return ev, nil
 }
@@ -267,8 +265,7 @@ func (w *rawAttempt) decode() (*Attempt, error) {
 	}
 	if d.msg != "" {
 		id, _ := toText(w.id)
-		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: w.runID,
-			Message: fmt.Sprintf("attempt %s of step %s of run %s cannot be decoded: %s", vocab.Quote(id), vocab.Quote(w.stepID), vocab.Quote(w.runID), d.msg)}
+		return nil, d.of(w.runID, "attempt %s of step %s of run %s", vocab.Quote(id), vocab.Quote(w.stepID), vocab.Quote(w.runID))
 	}
 	return a, nil
 }
@@ -302,8 +299,14 @@ func (w *rawRunEvent) decode() (*RunEvent, error) {
 	if d.msg != "" {
 		runID, _ := toText(w.runID)
 		seq, _ := toInt(w.seq)
-		return nil, &fault.Error{Code: fault.DecodeFailed, RunID: runID,
-			Message: fmt.Sprintf("event %d of the log of run %s cannot be decoded: %s", seq, vocab.Quote(runID), d.msg)}
+		return nil, d.of(runID, "event %d of the log of run %s", seq, vocab.Quote(runID))
 	}
 	return ev, nil
+}
+
+// of is the error of a journal row of run runID that failed to decode,
+// named by format and args ("step %s of run %s").
+func (d *decodeError) of(runID, format string, args ...any) *fault.Error {
+	return &fault.Error{Code: fault.DecodeFailed, RunID: runID,
+		Message: fmt.Sprintf(format, args...) + " cannot be decoded: " + d.msg}
 }

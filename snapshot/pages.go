@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
@@ -409,18 +410,25 @@ func pagesArgs(d store.Dialect, wants []pageWant, ids []string) []any {
 // pageStatements are the statements of batches of pages a Reader has read,
 // by the shapes of their lists in order and whether runs by id join them:
 // a dashboard reads the same few shapes again and again, and formatting
-// each statement anew showed in its CPU profile.
+// each statement anew showed in its CPU profile. The zero value is ready;
+// it keeps the maxPageStatements shapes used most recently.
 type pageStatements struct {
-	m sync.Map // shapes, comma-separated, and ",ids" → statement
-	n atomic.Int32
+	once  sync.Once
+	cache *lru.Cache[string, string]
 }
 
-// maxPageStatements bounds the shapes kept: past it a batch's statement is
-// made each time.
+// maxPageStatements bounds the shapes kept.
 const maxPageStatements = 256
 
 // of returns pagesSQL(d, statement, wants, ids).
 func (p *pageStatements) of(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
+	p.once.Do(func() {
+		c, err := lru.New[string, string](maxPageStatements)
+		if err != nil {
+			panic(err)
+		}
+		p.cache = c
+	})
 	var key strings.Builder
 	for i, w := range wants {
 		if i > 0 {
@@ -431,13 +439,11 @@ func (p *pageStatements) of(d store.Dialect, statement func(union string) string
 	if ids != nil {
 		key.WriteString(",ids")
 	}
-	if stmt, ok := p.m.Load(key.String()); ok {
-		return stmt.(string), pagesArgs(d, wants, ids)
+	if stmt, ok := p.cache.Get(key.String()); ok {
+		return stmt, pagesArgs(d, wants, ids)
 	}
 	stmt, args := pagesSQL(d, statement, wants, ids)
-	if p.n.Add(1) <= maxPageStatements {
-		p.m.Store(key.String(), stmt)
-	}
+	p.cache.Add(key.String(), stmt)
 	return stmt, args
 }
 

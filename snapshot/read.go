@@ -677,11 +677,17 @@ func (r *Reader) with(ctx context.Context, fn func(q *querier) error) error {
 // Position returns the position of the read carried by ctx (opening it if
 // needed).
 func (r *Reader) Position(ctx context.Context) (Position, error) {
-	var p Position
+	return readWith(ctx, r, func(q *querier) (Position, error) { return q.position() })
+}
+
+// readWith is r.with for a read that returns a value: fn's, read in the
+// operation's snapshot.
+func readWith[T any](ctx context.Context, r *Reader, fn func(q *querier) (T, error)) (T, error) {
+	var out T
 	err := r.with(ctx, func(q *querier) error {
 		var err error
-		p, err = q.position()
+		out, err = fn(q)
 		return err
 	})
-	return p, err
+	return out, err
 }

@@ -1,8 +1,11 @@
 package snapshot
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/flowsnap/flowsnap/store"
 )
@@ -24,9 +27,11 @@ type runCache struct {
 
 	mu     sync.Mutex
 	source string
-	m      map[string]cachedRun
-	bytes  int
-	max    int
+	// runs are kept least recently used first; each weighs its runSize,
+	// and the oldest leave until the weights fit in max.
+	runs  *simplelru.LRU[string, cachedRun]
+	bytes int
+	max   int
 }
 
 type cachedRun struct {
@@ -36,7 +41,14 @@ type cachedRun struct {
 }
 
 func newRunCache(max int) *runCache {
-	return &runCache{max: max, m: map[string]cachedRun{}}
+	c := &runCache{max: max}
+	// The count is no bound of its own: the bytes are.
+	runs, err := simplelru.NewLRU(math.MaxInt, func(_ string, e cachedRun) { c.bytes -= e.size })
+	if err != nil {
+		panic(err)
+	}
+	c.runs = runs
+	return c
 }
 
 // runSize is roughly what a decoded run holds in memory: its state, its
@@ -51,7 +63,7 @@ func (c *runCache) holds(ids []string) int {
 	defer c.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if _, ok := c.m[id]; ok {
+		if c.runs.Contains(id) {
 			n++
 		}
 	}
@@ -62,7 +74,7 @@ func (c *runCache) holds(ids []string) int {
 func (c *runCache) get(source, id string, rev int64) (*Run, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[id]
+	e, ok := c.runs.Get(id)
 	if !ok || e.rev != rev || source != c.source {
 		return nil, false
 	}
@@ -70,31 +82,25 @@ func (c *runCache) get(source, id string, rev int64) (*Run, bool) {
 	return e.run, true
 }
 
-// put keeps runs read from source, dropping others (in no particular
-// order) to stay within its bytes.
+// put keeps runs read from source, dropping the least recently used to
+// stay within its bytes; runs of another source are dropped first.
 func (c *runCache) put(source string, runs []*Run) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if source != c.source {
-		clear(c.m)
-		c.bytes, c.source = 0, source
+		c.runs.Purge()
+		c.source = source
 	}
 	for _, r := range runs {
 		size := runSize(r)
 		if size > c.max/16 {
 			continue
 		}
-		if old, ok := c.m[r.ID]; ok {
-			c.bytes -= old.size
+		c.runs.Remove(r.ID)
+		for c.bytes+size > c.max && c.runs.Len() > 0 {
+			c.runs.RemoveOldest()
 		}
-		for id, e := range c.m {
-			if c.bytes+size <= c.max {
-				break
-			}
-			delete(c.m, id)
-			c.bytes -= e.size
-		}
-		c.m[r.ID] = cachedRun{rev: r.Revision, run: r, size: size}
+		c.runs.Add(r.ID, cachedRun{rev: r.Revision, run: r, size: size})
 		c.bytes += size
 	}
 }

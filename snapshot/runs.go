@@ -27,13 +27,7 @@ func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result[Snapshot], er
 // the batch limit: for batching that flowsnap does itself (gathering the
 // parents of a whole page of runs), never for a list of ids a client sent.
 func (r *Reader) Load(ctx context.Context, ids []string) ([]Result[Snapshot], error) {
-	var out []Result[Snapshot]
-	err := r.with(ctx, func(q *querier) error {
-		var err error
-		out, err = q.runs(ids)
-		return err
-	})
-	return out, err
+	return readWith(ctx, r, func(q *querier) ([]Result[Snapshot], error) { return q.runs(ids) })
 }
 
 // Run reads the snapshot of one id. A malformed id or a broken row is

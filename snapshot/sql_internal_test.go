@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/cursor"
@@ -121,25 +122,39 @@ func TestPageStatementsAreMadeOnce(t *testing.T) {
 	}
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		var p pageStatements
-		for range 2 {
+		made := make([]string, len(batches))
+		for round := range 2 {
 			for i, b := range batches {
 				sql, args := p.of(d, b[0].l.statement, b, nil)
 				wantSQL, wantArgs := pagesSQL(d, b[0].l.statement, b, nil)
 				if sql != wantSQL || fmt.Sprint(args) != fmt.Sprint(wantArgs) {
 					t.Fatalf("%s batch %d:\n%s %v\nwant\n%s %v", d, i, sql, args, wantSQL, wantArgs)
 				}
+				if round == 0 {
+					made[i] = sql
+				} else if unsafe.StringData(sql) != unsafe.StringData(made[i]) {
+					t.Errorf("%s batch %d: its statement was made again", d, i)
+				}
 			}
 		}
-		if n := p.n.Load(); n != int32(len(batches)) {
-			t.Errorf("%s: %d statements made for %d shapes", d, n, len(batches))
+		if n := p.cache.Len(); n != len(batches) {
+			t.Errorf("%s: %d statements kept for %d shapes", d, n, len(batches))
 		}
-		p.n.Store(maxPageStatements)
-		b := []pageWant{want(children, "z", -1, "", 1), want(children, "y", -1, "", 1), want(children, "x", -1, "", 1)}
-		if sql, _ := p.of(d, runPages, b, nil); sql != wantOf(d, b) {
-			t.Errorf("%s: past the bound, %s", d, sql)
+		// Past the bound, the shape used least recently leaves.
+		for i := range maxPageStatements {
+			b := make([]pageWant, i+3)
+			for j := range b {
+				b[j] = want(children, "z", -1, "", 1)
+			}
+			if sql, _ := p.of(d, runPages, b, nil); sql != wantOf(d, b) {
+				t.Fatalf("%s: shape %d: %s", d, i, sql)
+			}
 		}
-		if _, kept := p.m.Load("children,children,children"); kept {
-			t.Errorf("%s: a statement kept past the bound", d)
+		if n := p.cache.Len(); n != maxPageStatements {
+			t.Errorf("%s: %d statements kept, the bound is %d", d, n, maxPageStatements)
+		}
+		if p.cache.Contains("children") {
+			t.Errorf("%s: the shape used least recently was kept past the bound", d)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -54,29 +55,21 @@ func (db *DB) ReadAlone(ctx context.Context, first string, firstDest []any, quer
 }
 
 // aloneStatements are the statements ReadAlone has run, by their parts:
-// a batch's statement is the same on every read, and is made once.
+// a batch's statement is the same on every read, and is made once. It
+// keeps the maxCachedStmts used most recently; the zero value is ready.
 type aloneStatements struct {
-	mu sync.RWMutex
-	m  map[[2]string]string
+	once  sync.Once
+	cache *lru.Cache[[2]string, string]
 }
 
 func (a *aloneStatements) of(first, query string) string {
+	a.once.Do(func() { a.cache = newLRU[[2]string, string](maxCachedStmts) })
 	key := [2]string{first, query}
-	a.mu.RLock()
-	stmt, ok := a.m[key]
-	a.mu.RUnlock()
-	if ok {
+	if stmt, ok := a.cache.Get(key); ok {
 		return stmt
 	}
-	stmt = "WITH alone_first AS (" + first + ")\nSELECT alone_first.*, alone_query.*\nFROM alone_first CROSS JOIN (" + query + ") AS alone_query"
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[[2]string]string{}
-	}
-	if len(a.m) < maxCachedStmts {
-		a.m[key] = stmt
-	}
+	stmt := "WITH alone_first AS (" + first + ")\nSELECT alone_first.*, alone_query.*\nFROM alone_first CROSS JOIN (" + query + ") AS alone_query"
+	a.cache.Add(key, stmt)
 	return stmt
 }
 

@@ -4,8 +4,18 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
+
+// newLRU returns a cache of the size most recently used entries.
+func newLRU[K comparable, V any](size int) *lru.Cache[K, V] {
+	c, err := lru.New[K, V](size)
+	if err != nil {
+		panic(err) // only a size below 1 fails
+	}
+	return c
+}
 
 // maxParams is the most placeholders one statement may bind: SQLite's
 // default limit is 32766, PostgreSQL's 65535.
@@ -53,7 +63,8 @@ func (d Dialect) ExecIn(ctx context.Context, tx Tx, head string, values []any) e
 	return nil
 }
 
-var tupleCache sync.Map // tupleKey → string
+// tupleCache keeps the VALUES lists of the shapes used most recently.
+var tupleCache = newLRU[tupleKey, string](256)
 
 type tupleKey struct {
 	rows, cols int
@@ -69,8 +80,8 @@ type tupleKey struct {
 // at bind time, which makes a statement of thousands of them quadratic.
 func (d Dialect) tuples(rows, cols int) string {
 	key := tupleKey{rows, cols, d}
-	if s, ok := tupleCache.Load(key); ok {
-		return s.(string)
+	if s, ok := tupleCache.Get(key); ok {
+		return s
 	}
 	var sb strings.Builder
 	sb.Grow(rows * cols * 7)
@@ -95,7 +106,7 @@ func (d Dialect) tuples(rows, cols int) string {
 		sb.WriteByte(')')
 	}
 	s := sb.String()
-	tupleCache.Store(key, s)
+	tupleCache.Add(key, s)
 	return s
 }
 

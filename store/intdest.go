@@ -14,16 +14,27 @@ import (
 // driver hands it the value it read, of whatever type the row holds, which
 // goes into the value as it is (a blob copied, as a plain scan copies it).
 type IntDest struct {
-	target *any
-	n      int64
+	plainDest
+	n int64
 }
 
 // IntDests returns scan destinations for the integer columns targets.
 func IntDests(targets ...*any) []any {
-	cells := make([]IntDest, len(targets))
+	return dests(targets, func(d *IntDest) *plainDest { return &d.plainDest })
+}
+
+// plainDest is what IntDest and TextDest share: the value they fill, and
+// how SQLite's values go into it.
+type plainDest struct {
+	target *any
+}
+
+// dests returns a destination D for each of targets, all made at once.
+func dests[D any](targets []*any, plain func(*D) *plainDest) []any {
+	cells := make([]D, len(targets))
 	out := make([]any, len(targets))
 	for i, t := range targets {
-		cells[i].target = t
+		plain(&cells[i]).target = t
 		out[i] = &cells[i]
 	}
 	return out
@@ -41,7 +52,7 @@ func (d *IntDest) ScanInt64(v pgtype.Int8) error {
 }
 
 // Scan takes SQLite's value.
-func (d *IntDest) Scan(src any) error {
+func (d *plainDest) Scan(src any) error {
 	if b, ok := src.([]byte); ok {
 		src = bytes.Clone(b)
 	}
@@ -61,19 +72,13 @@ type Text []byte
 // it. SQLite's driver hands it the value it read, which goes into the value
 // as it is (a blob copied, as a plain scan copies it).
 type TextDest struct {
-	target *any
-	text   Text
+	plainDest
+	text Text
 }
 
 // TextDests returns scan destinations for the text columns targets.
 func TextDests(targets ...*any) []any {
-	cells := make([]TextDest, len(targets))
-	out := make([]any, len(targets))
-	for i, t := range targets {
-		cells[i].target = t
-		out[i] = &cells[i]
-	}
-	return out
+	return dests(targets, func(d *TextDest) *plainDest { return &d.plainDest })
 }
 
 // ScanBytes takes PostgreSQL's bytes: nil for NULL, the driver's memory
@@ -85,15 +90,6 @@ func (d *TextDest) ScanBytes(v []byte) error {
 	}
 	d.text = v
 	*d.target = &d.text
-	return nil
-}
-
-// Scan takes SQLite's value.
-func (d *TextDest) Scan(src any) error {
-	if b, ok := src.([]byte); ok {
-		src = bytes.Clone(b)
-	}
-	*d.target = src
 	return nil
 }
 

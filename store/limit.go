@@ -137,13 +137,7 @@ func (t *sqlTx) QueryLimited(ctx context.Context, limit time.Duration, q string,
 			return nil, sqliteTimedOut(ctx, lctx, err, limit)
 		}
 	}
-	var rows *sql.Rows
-	var err error
-	if s := t.prepared(lctx, q); s != nil {
-		rows, err = s.QueryContext(lctx, args...)
-	} else {
-		rows, err = t.tx.QueryContext(lctx, q, args...)
-	}
+	rows, err := t.query(lctx, q, args...)
 	if err != nil {
 		cancel()
 		return nil, sqliteTimedOut(ctx, lctx, err, limit)

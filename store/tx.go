@@ -125,7 +125,9 @@ type stmtCache struct {
 
 // maxCachedStmts bounds the cache: statements whose text varies with a
 // batch's size come in a bounded number of shapes, but a bound keeps an
-// unusual workload from holding statements forever.
+// unusual workload from holding statements forever. A full cache adds no
+// more rather than evicting, as an LRU would: closing a statement that
+// another transaction has just taken from it would fail that transaction.
 const maxCachedStmts = 512
 
 func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
@@ -217,15 +219,17 @@ func (t *sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 	return res.RowsAffected()
 }
 
+// query runs q through its cached statement when there is one.
+func (t *sqlTx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if s := t.prepared(ctx, q); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, q, args...)
+}
+
 func (t *sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
 	ctx, span := startStatement(ctx, t.tracer, q)
-	var rows *sql.Rows
-	var err error
-	if s := t.prepared(ctx, q); s != nil {
-		rows, err = s.QueryContext(ctx, args...)
-	} else {
-		rows, err = t.tx.QueryContext(ctx, q, args...)
-	}
+	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		err = withContext(ctx, err)
 		endStatement(span, err)

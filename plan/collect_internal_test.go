@@ -1,0 +1,55 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2"
+)
+
+// TestWhatVariablesDecideIsNeverShared: a document's collected fields and
+// what the read-ahead finds below them are kept for its later requests
+// only where no directive decides them; where one does, each request
+// answers for its own variables.
+func TestWhatVariablesDecideIsNeverShared(t *testing.T) {
+	schema := loadSchema(t)
+	p := New(schema)
+	doc := gqlparser.MustLoadQuery(schema, `query($x: Boolean!) {
+		a: run(id: "a") { ... on Run { id children(first: 1) @include(if: $x) { edges { cursor } } } }
+		b: run(id: "b") { ... on Run { id children(first: 1) { edges { cursor } } } }
+		c: run(id: "c") { ...F }
+	}
+	fragment F on Run { id rounds(first: 1) @skip(if: $x) { edges { cursor } } }`)
+	reads := func(x bool) map[string]bool {
+		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
+		out := map[string]bool{}
+		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
+			out[f.Alias] = p.mayRead(oc, f)
+		}
+		return out
+	}
+	for _, x := range []bool{false, true, false, true} {
+		got := reads(x)
+		want := map[string]bool{"a": x, "b": true, "c": !x}
+		for alias, w := range want {
+			if got[alias] != w {
+				t.Errorf("x=%v: %s may read %v, want %v", x, alias, got[alias], w)
+			}
+		}
+	}
+	d, _ := sharedFields.Peek(doc)
+	if d == nil {
+		t.Fatal("the document's fields are not shared")
+	}
+	kept := 0
+	d.reads.Range(func(k, v any) bool { kept++; return true })
+	if kept == 0 {
+		t.Error("nothing was kept of what no variable decides")
+	}
+	d.reads.Range(func(k, v any) bool {
+		if key := k.(selectionKey); !fixed(doc, key.sels[:key.n]) {
+			t.Errorf("a selection a directive decides was kept: %v", key)
+		}
+		return true
+	})
+}
