@@ -418,6 +418,22 @@ func TestScopes(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("flows: %v, want %v", got, want)
 				}
+				for _, prefix := range []string{"b", "billing-", "bulk-1", "o", "billing-refund", "x"} {
+					var wantP []string
+					for _, n := range want {
+						if strings.HasPrefix(n, prefix) {
+							wantP = append(wantP, n)
+						}
+					}
+					r := e.okAs(path, `query($p: String) { flows(first: 200, prefix: $p) { nodes } }`, map[string]any{"p": prefix})
+					var gotP []string
+					for _, n := range get(r.Data, "flows", "nodes").([]any) {
+						gotP = append(gotP, n.(string))
+					}
+					if !slices.Equal(gotP, wantP) {
+						t.Errorf("flows(prefix: %q): %v, want %v", prefix, gotP, wantP)
+					}
+				}
 				r := e.okAs(path, `query($since: DateTime!, $until: DateTime!) { runActivity(since: $since, until: $until, bucket: DAY) { started } }`,
 					map[string]any{"since": rfc3339(createdAt - 100_000), "until": rfc3339(createdAt + 100_000)})
 				if s := get(r.Data, "runActivity", 0, "started"); s != float64(len(e.visible(p))) {

@@ -94,7 +94,7 @@ func StatsSQL(d store.Dialect, filter RunFilter, upTo int64) (string, []any) {
 
 // FlowsSQL returns the statement and arguments of a page of Flows.
 func FlowsSQL(d store.Dialect, prefix string, after *string, limit int) (string, []any) {
-	return flowsSQL(d, prefix, after, limit, access.Everyone.Scope())
+	return flowsSQL(d, prefix, after, limit)
 }
 
 // FlowsCursor is the cursor a page of flows of prefix ending at last gives.

@@ -182,12 +182,7 @@ func (r *Reader) Flows(ctx context.Context, req FlowsRequest) (*FlowPage, error)
 		if scope.None() {
 			return nil
 		}
-		sql, args := flowsSQL(q.dialect(), prefix, after, size+1, scope)
-		var name string
-		if err := q.each(sql, args, []any{&name}, "listing flows", func() error {
-			page.Nodes = append(page.Nodes, name)
-			return nil
-		}); err != nil {
+		if page.Nodes, err = q.flowNames(prefix, after, size+1, scope); err != nil {
 			return err
 		}
 		if len(page.Nodes) > size {
@@ -212,8 +207,7 @@ func flowsDigest(prefix string) string {
 // flowsSQL is the statement of one page of Flows: a loose index scan, each
 // step of the recursion one seek for the least name after the last one,
 // the names beginning with prefix being the range [prefix, prefixEnd).
-// Out of scope names are skipped by the seek itself (scopeTerms).
-func flowsSQL(d store.Dialect, prefix string, after *string, limit int, scope access.Scope) (string, []any) {
+func flowsSQL(d store.Dialect, prefix string, after *string, limit int) (string, []any) {
 	e := d.FlowNameKeyExpr()
 	args := []any{prefix}
 	from := e + " >= $1"
@@ -226,12 +220,6 @@ func flowsSQL(d store.Dialect, prefix string, after *string, limit int, scope ac
 	if end, ok := prefixEnd(prefix); ok {
 		args = append(args, end)
 		upper = fmt.Sprintf(" AND %s < $%d", e, len(args))
-	}
-	if st := scopeTerms(d, scope, nil, func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}).term; st != "" {
-		upper += " AND " + st
 	}
 	args = append(args, limit)
 	lim := fmt.Sprintf("$%d", len(args))

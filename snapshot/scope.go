@@ -155,7 +155,7 @@ func (q *querier) expand(s access.Scope, f RunFilter, branches int) (access.Scop
 	room := MaxBranches/branches - len(s.Exact)
 	names := slices.Clone(s.Exact)
 	for _, p := range s.Prefixes {
-		sql, args := flowsSQL(q.dialect(), p, nil, room+1, access.Everyone.Scope())
+		sql, args := flowsSQL(q.dialect(), p, nil, room+1)
 		var name string
 		if err := q.each(sql, args, []any{&name}, "listing the flows of a scope", func() error {
 			names = append(names, name)
@@ -252,4 +252,73 @@ func (r *Reader) Readable(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// flowNames reads up to limit distinct flow names beginning with prefix,
+// after after (nil: from the first), in code-point order, of the runs in
+// scope s: for every run, one skip scan of the flow names; else one skip
+// scan per range of s that meets prefix — an exact name a seek of its own,
+// a prefix the range [prefix, successor) — in order, so that the names out
+// of scope are never walked, however many runs they have.
+func (q *querier) flowNames(prefix string, after *string, limit int, s access.Scope) ([]string, error) {
+	names := []string{}
+	read := func(p string, n int) ([]string, error) {
+		sql, args := flowsSQL(q.dialect(), p, after, n)
+		got := []string{}
+		var name string
+		err := q.each(sql, args, []any{&name}, "listing flows", func() error {
+			got = append(got, name)
+			return nil
+		})
+		return got, err
+	}
+	if s.All {
+		return read(prefix, limit)
+	}
+	// The ranges of a normalised scope are disjoint, so that in the order
+	// of their starts their names are in order too.
+	type span struct {
+		from  string
+		exact bool
+	}
+	var spans []span
+	for _, n := range s.Exact {
+		if strings.HasPrefix(n, prefix) {
+			spans = append(spans, span{n, true})
+		}
+	}
+	for _, p := range s.Prefixes {
+		switch {
+		case strings.HasPrefix(p, prefix):
+			spans = append(spans, span{p, false})
+		case strings.HasPrefix(prefix, p):
+			spans = append(spans, span{prefix, false})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return strings.Compare(a.from, b.from) })
+	for _, sp := range spans {
+		if len(names) >= limit {
+			break
+		}
+		if sp.exact && after != nil && sp.from <= *after {
+			continue
+		}
+		n := limit - len(names)
+		if sp.exact {
+			n = 1
+		}
+		got, err := read(sp.from, n)
+		if err != nil {
+			return nil, err
+		}
+		if sp.exact {
+			// The seek finds the least name beginning with the name.
+			if len(got) == 1 && got[0] == sp.from {
+				names = append(names, sp.from)
+			}
+			continue
+		}
+		names = append(names, got...)
+	}
+	return names, nil
 }
