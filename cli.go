@@ -124,7 +124,7 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 				return nil
 			}}, &o.expensiveReads),
 		bind(b, &cli.StringFlag{Name: "pg-exec-mode", Usage: "how statements run on PostgreSQL: " + strings.Join(store.ExecModes, ", ") + " (behind PgBouncer in transaction pooling mode: describe_exec, exec or simple_protocol)"}, &o.replica.pgExecMode),
-	}, b.limitFlags(&o.limits)...)
+	}, append(b.authFlags(o), b.limitFlags(&o.limits)...)...)
 }
 
 // limitFlags are the bounds on one request's document, validation and
@@ -240,6 +240,7 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 					return nil
 				},
 			},
+			healthcheckCommand(b, stdout),
 			writerCommand("seed", "fill an engine store with a deterministic, realistic history", dbFlag(&seedDB), []cli.Flag{
 				bind(b, &cli.IntFlag{Name: "runs", Value: 10_000, Usage: "how many runs to write"}, &seedOpts.Runs),
 				bind(b, &cli.Int64Flag{Name: "seed", Value: 1, Usage: "the random seed; the same seed gives the same history"}, &seedOpts.Seed),

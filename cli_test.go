@@ -17,17 +17,20 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"cors-origin", "log-format", "stale-after", "stats-interval", "stats-max-flows", "live-interval", "max-subscriptions", "debug-addr", "gc-percent",
 		"replica", "stale-wait", "stale-from-primary", "replica-check-interval", "max-replica-lag", "allowed-hosts",
 		"statement-timeout", "expensive-reads", "pg-exec-mode",
+		"auth", "allow-unauthenticated", "tokens-file", "jwt-jwks-url", "jwt-issuer", "jwt-audience", "jwt-claim",
+		"tls-cert", "tls-key", "metrics-addr",
 		"max-tokens", "max-nodes", "max-fields", "max-same-name", "max-aliases", "max-errors", "max-body-bytes",
 		"max-response-bytes", "max-variable-values", "max-parsing", "max-parsing-queue", "parsing-duty-percent",
 		"event-timeout", "max-connections", "max-connections-per-client", "max-subscriptions-per-client", "stream-write-timeout", "max-pings-per-second", "max-events"}
 	want := map[string][]string{
-		"flowsnap": append([]string{"data", "runs", "rate"}, serve...),
-		"serve":    append([]string{"db"}, serve...),
-		"migrate":  {"db"},
-		"seed":     {"db", "runs", "seed"},
-		"simulate": {"db", "rate", "seed"},
-		"runs":     {"server", "token"},
-		"flows":    {"server", "token", "prefix", "output"},
+		"flowsnap":    append([]string{"data", "runs", "rate"}, serve...),
+		"serve":       append([]string{"db"}, serve...),
+		"migrate":     {"db"},
+		"healthcheck": {"addr", "tls-cert"},
+		"seed":        {"db", "runs", "seed"},
+		"simulate":    {"db", "rate", "seed"},
+		"runs":        {"server", "token"},
+		"flows":       {"server", "token", "prefix", "output"},
 	}
 	// The ops commands' own options are the command's, not the deployment's:
 	// they have no environment twin.
@@ -53,6 +56,9 @@ func TestEveryFlagKeepsItsEnvironmentTwin(t *testing.T) {
 		"stream-write-timeout": "FLOWSNAP_STREAM_WRITE_TIMEOUT", "max-pings-per-second": "FLOWSNAP_MAX_PINGS_PER_SECOND", "max-events": "FLOWSNAP_MAX_EVENTS",
 		"data": "FLOWSNAP_DATA", "runs": "FLOWSNAP_RUNS", "rate": "FLOWSNAP_RATE", "seed": "FLOWSNAP_SEED", "db": "FLOWSNAP_DB",
 		"server": "FLOWSNAP_SERVER", "token": "FLOWSNAP_TOKEN",
+		"auth": "FLOWSNAP_AUTH", "allow-unauthenticated": "FLOWSNAP_ALLOW_UNAUTHENTICATED", "tokens-file": "FLOWSNAP_TOKENS_FILE",
+		"jwt-jwks-url": "FLOWSNAP_JWT_JWKS_URL", "jwt-issuer": "FLOWSNAP_JWT_ISSUER", "jwt-audience": "FLOWSNAP_JWT_AUDIENCE",
+		"jwt-claim": "FLOWSNAP_JWT_CLAIM", "tls-cert": "FLOWSNAP_TLS_CERT", "tls-key": "FLOWSNAP_TLS_KEY", "metrics-addr": "FLOWSNAP_METRICS_ADDR",
 	}
 	root := newCommand(func(string) string { return "" }, io.Discard, nil)
 	cmds := append([]*cli.Command{root}, root.Commands...)

@@ -27,8 +27,9 @@ func withCORS(next http.Handler, origins []string) http.Handler {
 	c := cors.New(cors.Options{
 		AllowedOrigins: origins,
 		AllowedMethods: []string{http.MethodGet, http.MethodPost},
-		AllowedHeaders: []string{"Content-Type", "Accept", "If-None-Match", endpoint.MinRevisionHeader},
-		ExposedHeaders: []string{"ETag"},
+		// Authorization carries the bearer token when authentication is on.
+		AllowedHeaders: []string{"Content-Type", "Accept", "If-None-Match", "Authorization", endpoint.MinRevisionHeader},
+		ExposedHeaders: []string{"ETag", "WWW-Authenticate"},
 		MaxAge:         600,
 	})
 	h := c.Handler(next)

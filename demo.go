@@ -23,6 +23,9 @@ type demoOptions struct {
 // demo creates (or reuses) a SQLite engine store in the data folder, seeds
 // it when new, keeps a simulated engine writing to it and serves it.
 func demo(ctx context.Context, opts demoOptions) error {
+	if err := opts.serve.checkExposure(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(opts.data, 0o755); err != nil {
 		return fmt.Errorf("creating the data folder: %w", err)
 	}

@@ -65,6 +65,12 @@ type serveOptions struct {
 	// allowedHosts are the Host names answered besides loopback's and the
 	// listen address's (hostGuard).
 	allowedHosts []string
+	// auth configures authentication (authn.go); tlsCert and tlsKey, when
+	// set, serve HTTPS; metricsAddr, when set, is a listener of its own for
+	// /metrics, without a credential.
+	auth            authOptions
+	tlsCert, tlsKey string
+	metricsAddr     string
 	// ready, when set, receives the address the server listens on.
 	ready func(addr string)
 	// getenv is the environment tracing is configured from (OTEL_*).
@@ -111,6 +117,9 @@ func withTracing(ctx context.Context, opts serveOptions) (serveOptions, func(), 
 // serve opens dsn read-only, checks it is an engine store this flowsnap
 // knows, and serves it until ctx ends.
 func serve(ctx context.Context, dsn string, opts serveOptions) error {
+	if err := opts.checkExposure(); err != nil {
+		return err
+	}
 	opts, flush, err := withTracing(ctx, opts)
 	if err != nil {
 		return err
@@ -180,8 +189,21 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		_ = watcher.Run(liveCtx)
 	}()
 
+	authn, err := startAuth(ctx, opts, log)
+	if err != nil {
+		return err
+	}
+	defer authn.stop()
+	var certs *certFiles
+	if opts.tlsCert != "" {
+		if certs, err = loadCertFiles(opts.tlsCert, opts.tlsKey, log); err != nil {
+			return err
+		}
+	}
+
 	mux := http.NewServeMux()
 	gopts := opts.limits
+	gopts.Authenticator = authn.authenticator
 	gopts.Timeout = opts.timeout
 	gopts.ComplexityLimit = opts.complexityLimit
 	gopts.MaxDepth = opts.maxDepth
@@ -205,11 +227,21 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 			http.Error(w, "the store cannot be read: "+fault.MessageOf(err), http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = io.WriteString(w, "ok\n"+replicaReport(reader))
+		report := replicaReport(reader)
+		if st := authn.status(); st != "" {
+			report += st + "\n"
+		}
+		_, _ = io.WriteString(w, "ok\n"+report)
 	})))
-	mux.Handle("GET /metrics", hm.count("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	scrape := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if authn.authenticator != nil {
+		// Scrapes on the public listener need a credential like any request.
+		mux.Handle("GET /metrics", hm.count("/metrics", requireCredential(authn.authenticator, metrics, scrape)))
+	} else {
+		mux.Handle("GET /metrics", hm.count("/metrics", scrape))
+	}
 	// The dashboard needs no introspection; GraphiQL does, so it goes with it.
-	pages := web.Options{Explorer: opts.introspection, StaleAfter: opts.staleAfter}
+	pages := web.Options{Explorer: opts.introspection, StaleAfter: opts.staleAfter, Auth: authn.authenticator != nil}
 	pagesHandler := compress(web.Handler(pages))
 	for _, p := range web.Paths(pages) {
 		mux.Handle(p, hm.count(p, pagesHandler))
@@ -233,13 +265,18 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		BaseContext: func(net.Listener) context.Context { return connCtx },
 	}
 	addr := ln.Addr().String()
-	// Through the logger, so that with --log-format json the output is JSON only.
-	dashboard, explorer := "http://"+addr+"/", ""
-	if opts.introspection {
-		explorer = "http://" + addr + "/explorer"
+	scheme := "http://"
+	if certs != nil {
+		srv.TLSConfig = certs.tlsConfig()
+		scheme = "https://"
 	}
-	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", "http://"+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64(),
-		"tracing", opts.tracing.Provider != nil)
+	// Through the logger, so that with --log-format json the output is JSON only.
+	dashboard, explorer := scheme+addr+"/", ""
+	if opts.introspection {
+		explorer = scheme + addr + "/explorer"
+	}
+	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", scheme+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64(),
+		"tracing", opts.tracing.Provider != nil, "auth", cmpOr(opts.auth.mode, "none"), "tls", certs != nil)
 	if opts.logFormat != "json" {
 		// The pages' addresses on lines of their own, to click or copy.
 		fmt.Fprintf(opts.stdout, "dashboard: %s\n", dashboard)
@@ -255,11 +292,27 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		}
 		defer stopDebug()
 	}
+	if opts.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(ctx, opts.metricsAddr, hm.count("/metrics", scrape), opts.stdout, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
+	}
 	if opts.ready != nil {
 		opts.ready(addr)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			// ServeTLS offers HTTP/2 (srv.TLSConfig names h2) and takes
+			// the certificate from GetCertificate.
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -290,6 +343,40 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	}
 	log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "flowsnap stopped", attrs...)
 	return nil
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// serveMetrics listens on addr and serves /metrics there, without a
+// credential, until the returned function stops it.
+func serveMetrics(ctx context.Context, addr string, h http.Handler, stdout io.Writer, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s for /metrics: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	fmt.Fprintf(stdout, "metrics:   http://%s/metrics\n", ln.Addr())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("the metrics listener stopped", slog.String("error", err.Error()))
+		}
+	}()
+	return func() {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+		<-done
+	}, nil
 }
 
 // traced says which requests are traced: not the probes and scrapes,

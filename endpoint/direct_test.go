@@ -64,6 +64,8 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 	must(t, w.Start(ctx, oddID, ownerOdd))
 	must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID + " waits", FlowName: "odd"}))
 	must(t, w.Start(ctx, oddID+" waits", ownerOdd))
+	must(t, w.CreateRun(ctx, engine.NewRun{ID: oddID + " claimed", FlowName: "odd"}))
+	must(t, w.Claim(ctx, oddID+" claimed", ownerOdd))
 	must(t, w.Wait(ctx, oddID+" waits", engine.Waiting{Reason: "a \"reason\" <&>\n\u2028", Request: json.RawMessage(" [ \"<x>\" , {\"y\" : null} ] ")}))
 
 	var stmts []int
@@ -136,15 +138,22 @@ var ownerOdd = vocab.Owner{HostID: "host \"odd\" <&>", PID: 77, Nonce: "nonce\n\
 func directCases(after string) []directCase {
 	runFields := `__typename id revision status flowName state createdAt startedAt finishedAt heartbeatAt
 		owner { __typename hostId pid nonce } parentRunId executionParentId lineageId roundOrdinal
-		waiting { __typename kind reason wakeAt tokenDigest request }`
+		waiting { __typename kind reason wakeAt tokenDigest request }
+		claim { __typename owner { hostId pid nonce } claimedAt }
+		cancellation { __typename requestedAt acknowledgement { __typename observedAt owner { __typename hostId pid nonce } } }`
+	// The parent is read in a statement of its own, after its child.
+	parent := `parent { __typename ... on Run { id status parent { ... on Run { id } } } ... on MissingRun { id deleted } }`
 	page := `{ __typename edges { __typename cursor ordinal node { __typename ... on Run { id status } ... on MissingRun { id } } }
 		nodes { ... on Run { id flowName } }
 		pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor } }`
-	ids := []any{"waiter", "runner", "cancelled", "gone", "never", "waiter", "round-3", "child-007", oddID, oddID + " waits", "parent"}
+	ids := []any{"waiter", "runner", "cancelled", "gone", "never", "waiter", "round-3", "child-007", oddID, oddID + " waits", oddID + " claimed", "parent"}
 	return []directCase{
-		{name: "every known field of a run", cached: true, direct: true, alone: true,
+		{name: "every field of a run but its parent's", cached: true, direct: true, alone: true,
 			query: `query($id: ID!) { run(id: $id) { __typename ... on Run { ` + runFields + ` } ... on MissingRun { id deleted deletedAtRevision } } }`,
 			vars:  map[string]any{"id": "waiter"}},
+		{name: "every field of a run and its parent", cached: true, direct: true,
+			query: `query($ids: [ID!]!) { runs(ids: $ids) { __typename ... on Run { ` + runFields + parent + ` } ... on MissingRun { id } } }`,
+			vars:  map[string]any{"ids": ids}},
 		{name: "a run with odd text", cached: true, direct: true, alone: true,
 			query: `query($id: ID!) { run(id: $id) { ... on Run { ` + runFields + ` } } }`,
 			vars:  map[string]any{"id": oddID}},
@@ -169,10 +178,15 @@ func directCases(after string) []directCase {
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id children(first: 2) { edges { node { ... on Run { id flowName } } } } } } }`,
 			vars:  map[string]any{"ids": fanIDs()}},
 		// What the direct answer leaves to the executor.
-		{name: "a field it does not know", cached: true, alone: true,
-			query: `{ run(id: "cancelled") { ... on Run { id cancellation { requestedAt } claim { claimedAt } } } }`},
-		{name: "the parent field", cached: true,
+		{name: "cancellation and claim", cached: true, alone: true, direct: true,
+			query: `{ run(id: "cancelled") { ... on Run { id cancellation { requestedAt acknowledgement { observedAt } } claim { claimedAt } } } }`},
+		{name: "the parent field", cached: true, direct: true,
 			query: `{ run(id: "child-001") { ... on Run { id parent { ... on Run { id } } } } }`},
+		{name: "a batch's parents", cached: true, direct: true,
+			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id parent { __typename ... on Run { id flowName } ... on MissingRun { id } } } } }`,
+			vars:  map[string]any{"ids": ids}},
+		{name: "a field it does not know", cached: true,
+			query: `{ run(id: "waiter") { ... on Run { id steps(first: 1) { pageInfo { hasNextPage } } } } }`},
 		{name: "the position", cached: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
 		{name: "an empty batch", cached: true, query: `{ runs(ids: []) { ... on Run { id } } }`},
 		{name: "a malformed id in a batch",

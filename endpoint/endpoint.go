@@ -18,6 +18,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/endpoint/record"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/graph"
@@ -75,6 +76,22 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer sw.finish()
 	if r.Header.Get("Upgrade") != "" {
 		rec.SetReport(func(f record.Refusal) { e.log(ctx, f, r, http.StatusSwitchingProtocols, time.Since(start)) })
+	}
+	if e.opts.Authenticator != nil {
+		p, err := e.authenticate(r)
+		if err != nil {
+			refuseUnauthenticated(sw, r, rec, err)
+			e.done(ctx, rec, r, sw.status, time.Since(start))
+			return
+		}
+		if p != nil {
+			rec.SetPrincipal(p.Name)
+			ctx = access.NewContext(ctx, p)
+			if streaming(r) {
+				ctx = recheck(ctx, e.opts, r.Header.Get("Authorization"))
+			}
+			r = r.WithContext(ctx)
+		}
 	}
 	switch status, msg, params := e.check(sw, r); {
 	case status == answered:
@@ -138,7 +155,7 @@ func (e *endpoint) done(ctx context.Context, rec *record.Record, r *http.Request
 // log counts a refusal and logs it, within the log rate limit.
 func (e *endpoint) log(ctx context.Context, f record.Refusal, r *http.Request, status int, took time.Duration) {
 	if e.opts.Metrics != nil {
-		e.opts.Metrics.refusals.WithLabelValues(f.Reason).Inc()
+		e.opts.Metrics.refuse(f.Reason)
 	}
 	ok, suppressed := e.limiter.allow(f.Reason)
 	if !ok {
@@ -151,6 +168,9 @@ func (e *endpoint) log(ctx context.Context, f record.Refusal, r *http.Request, s
 	}
 	if f.Name != "" {
 		attrs = append(attrs, slog.String("operation", f.Name))
+	}
+	if f.Principal != "" {
+		attrs = append(attrs, slog.String("principal", f.Principal))
 	}
 	if f.Cause != "" {
 		attrs = append(attrs, slog.String("cause", f.Cause))

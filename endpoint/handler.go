@@ -85,10 +85,14 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 // is a GET, and an SSE request a POST of JSON that accepts
 // text/event-stream.
 func addLiveTransports(srv *handler.Server, opts Options) {
+	var init transport.WebsocketInitFunc
+	if opts.Authenticator != nil {
+		init = wsInit(opts)
+	}
 	srv.AddTransport(transport.Websocket{
 		Implementation:   websocketConns{opts: opts},
 		PayloadReadLimit: &opts.MaxBodyBytes,
-		InitFunc:         dropInitPayload(nil),
+		InitFunc:         dropInitPayload(init),
 		// graphql-transport-ws keeps alive with ping messages, which the
 		// client answers with pong: a client that stops answering is gone.
 		PingPongInterval: opts.KeepAlive,
@@ -288,6 +292,9 @@ func (q *query) finish(ctx context.Context, resp *graphql.Response, direct bool)
 	}
 	if q.cached {
 		attrs = append(attrs, slog.Bool("cached", true))
+	}
+	if p, ok := principalOf(ctx, opts); ok {
+		attrs = append(attrs, p)
 	}
 	if !record.Of(ctx).Refused() {
 		// A refused request is logged once, by the endpoint, with a rate

@@ -47,7 +47,30 @@ type loadShape struct {
 	// as one statement of its own (the position read in it), as flowsnap
 	// reads a shape that needs one statement: the rawSQLAlone rows.
 	alone func(id string) (string, any)
+	// every is query with every field of its runs selected (all of Run's
+	// but the journal's), read beside it: the flowsnapEveryField rows,
+	// whose x-fields is their CPU per request ÷ the flowsnap row's.
+	every string
 }
+
+// everyRunField selects every field of Run but the journal's (a page of
+// steps or events is a shape of its own), and of MissingRun.
+var everyRunField = everyRunFieldAnd("")
+
+// everyRunFieldAnd is everyRunField with more of Run's fields.
+func everyRunFieldAnd(more string) string {
+	return `... on Run { __typename id revision status flowName state createdAt startedAt finishedAt heartbeatAt
+	owner { hostId pid nonce } claim { owner { hostId pid nonce } claimedAt } parentRunId executionParentId
+	parent { __typename ... on Run { id status } ... on MissingRun { id deleted } } lineageId roundOrdinal
+	cancellation { requestedAt acknowledgement { observedAt owner { hostId pid nonce } } }
+	waiting { kind reason wakeAt tokenDigest request } ` + more + ` }
+	... on MissingRun { __typename id deleted deletedAtRevision }`
+}
+
+// everyPageField selects every field of a page of runs, each run's every
+// field.
+var everyPageField = `{ __typename edges { __typename cursor ordinal node { ` + everyRunField + ` } }
+	nodes { __typename } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }`
 
 const (
 	hubChildren = 1100
@@ -120,13 +143,15 @@ func BenchmarkLoad(b *testing.B) {
 					raw: func(tx store.Tx, id string) error {
 						return rawRows(tx, rawOneRun, id)
 					},
-					alone: func(id string) (string, any) { return rawOneRun, id }},
+					alone: func(id string) (string, any) { return rawOneRun, id },
+					every: `query($id: ID!) { run(id: $id) { ` + everyRunField + ` } }`},
 				{name: "batch100", query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(string) map[string]any { return map[string]any{"ids": batch} },
 					raw: func(tx store.Tx, _ string) error {
 						return rawRows(tx, rawBatch, d.TextListArg(batch))
 					},
-					alone: func(string) (string, any) { return rawBatch, d.TextListArg(batch) }},
+					alone: func(string) (string, any) { return rawBatch, d.TextListArg(batch) },
+					every: `query($ids: [ID!]!) { runs(ids: $ids) { ` + everyRunField + ` } }`},
 				{name: "dashboard", query: dashboardQuery,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },
 					raw: func(tx store.Tx, id string) error {
@@ -136,7 +161,9 @@ func BenchmarkLoad(b *testing.B) {
 							}
 						}
 						return nil
-					}},
+					},
+					every: `query Dashboard($id: ID!) { run(id: $id) { ` +
+						everyRunFieldAnd(`children(first: 10) `+everyPageField+` rounds(first: 10) `+everyPageField) + ` } }`},
 				{name: "children1000", query: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) {
 					edges { cursor node { ... on Run { id status flowName createdAt } } } pageInfo { hasNextPage endCursor } } } } }`,
 					vars: func(string) map[string]any { return map[string]any{"c": deep} },
@@ -144,7 +171,8 @@ func BenchmarkLoad(b *testing.B) {
 						return rawRows(tx, `SELECT e.seq, `+runCols+` FROM flows_run_parents e JOIN flows_runs r ON r.run_id = e.child_id
 							WHERE e.parent_id = $1 AND (e.seq, e.child_id) > ($2, $3) ORDER BY e.seq, e.child_id LIMIT 101`,
 							"hub", int64(hubDepth-1), hubChildID(hubDepth-1))
-					}},
+					},
+					every: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) ` + everyPageField + ` } } }`},
 			}
 			srv := startLoadServer(b, reader, dsn)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
@@ -158,6 +186,17 @@ func BenchmarkLoad(b *testing.B) {
 					measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.query, s.vars(id)) })
 					ours = cpu.reportServed(b, served, srv.usage(b))
 				})
+				if s.every != "" {
+					b.Run(s.name+"/flowsnapEveryField", func(b *testing.B) {
+						cpu := startCPU(b, db, app)
+						served := srv.usage(b)
+						measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.every, s.vars(id)) })
+						every := cpu.reportServed(b, served, srv.usage(b))
+						if ours > 0 && every > 0 {
+							b.ReportMetric(every/ours, "x-fields")
+						}
+					})
+				}
 				if srv.floor != "" {
 					b.Run(s.name+"/httpFloor", func(b *testing.B) {
 						url := srv.floor + "?n=" + strconv.Itoa(responseSize(b, client, srv.url, s.query, s.vars(bs.anchors[0])))

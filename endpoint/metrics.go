@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,9 @@ type Metrics struct {
 	revision prometheus.Gauge
 	readTx   prometheus.Histogram
 	readErrs prometheus.Counter
+	// access counts the refusals of access control alone, by reason
+	// (unauthenticated, forbidden), beside their count among all refusals.
+	access   *prometheus.CounterVec
 	refusals *prometheus.CounterVec
 
 	mu    sync.Mutex
@@ -33,15 +37,37 @@ func NewMetrics() *Metrics {
 		revision: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowsnap_position_revision", Help: "The store revision the latest operation read at."}),
 		readTx:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "flowsnap_read_transaction_seconds", Help: "How long read transactions stayed open.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)}),
 		readErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowsnap_read_transaction_rollback_errors_total", Help: "Read transactions whose rollback failed."}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_graphql_refused_requests_total", Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal."}, []string{"reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_graphql_refused_requests_total", Help: "Requests to /graphql refused or failed, by the first reason: transport, size, parse, validation, depth, complexity, timeout, store, decode, subscriptions, input, internal, unauthenticated, forbidden (scrapes of /metrics without a valid credential count as unauthenticated)."}, []string{"reason"}),
+		access:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowsnap_refusals_total", Help: "Refusals of access control, by reason: unauthenticated (no or no valid credential, on /graphql, its streams or /metrics) and forbidden (a payload field without the payloads permission). Each is also counted in flowsnap_graphql_refused_requests_total."}, []string{"reason"}),
 		names:    map[string]bool{},
+	}
+	for _, reason := range accessReasons {
+		m.access.WithLabelValues(reason)
 	}
 	return m
 }
 
 // Collectors are the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals}
+	return []prometheus.Collector{m.requests, m.latency, m.revision, m.readTx, m.readErrs, m.refusals, m.access}
+}
+
+// accessReasons are the reasons of access control's refusals.
+var accessReasons = []string{"unauthenticated", "forbidden"}
+
+// refuse counts a refusal by reason, and among access control's when it
+// is one of them.
+func (m *Metrics) refuse(reason string) {
+	m.refusals.WithLabelValues(reason).Inc()
+	if slices.Contains(accessReasons, reason) {
+		m.access.WithLabelValues(reason).Inc()
+	}
+}
+
+// Refused counts a request refused outside /graphql by reason (an
+// unauthenticated scrape of /metrics).
+func (m *Metrics) Refused(reason string) {
+	m.refuse(reason)
 }
 
 // ObserveRead records one read transaction; it fits snapshot.Reader.OnRead.

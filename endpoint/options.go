@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/flowsnap/flowsnap/auth"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
@@ -74,6 +75,18 @@ type Options struct {
 	// Tracer, when set, makes each operation and each subscription event
 	// a span (trace.go); nil traces nothing.
 	Tracer trace.Tracer
+	// Authenticator, when set, turns on authentication
+	// (docs/contract.md#authentication): every request carries a bearer
+	// token, in its Authorization header or, for a WebSocket, in its
+	// connection_init payload; without a valid one it is refused with
+	// UNAUTHENTICATED (HTTP 401, WebSocket close 4401). The principal is put
+	// in the request's context (access.NewContext) for everything below.
+	Authenticator auth.Authenticator
+	// RecheckInterval is how often the token of an open subscription
+	// stream (SSE, WebSocket) is checked again: a stream whose token no
+	// longer authenticates (expired, or gone from the tokens file) is
+	// ended. 0 is 30 seconds.
+	RecheckInterval time.Duration
 	// EventTimeout bounds one subscription event, from the read of the
 	// change it reports to its response made; 0 takes Timeout. An event
 	// over it ends its subscription with TIMEOUT.
@@ -207,6 +220,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = d.KeepAlive
+	}
+	if o.RecheckInterval <= 0 {
+		o.RecheckInterval = 30 * time.Second
 	}
 	if o.EventTimeout <= 0 {
 		o.EventTimeout = o.Timeout

@@ -56,8 +56,11 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 	name, field := operationName(ctx)
 	start := time.Now()
 	var events atomic.Int64
-	opts.Logger.LogAttrs(ctx, slog.LevelInfo, "subscription start", slog.String("operation", name),
-		slog.String("field", field), slog.Int("open", opts.Live.Open()))
+	startAttrs := []slog.Attr{slog.String("operation", name), slog.String("field", field), slog.Int("open", opts.Live.Open())}
+	if p, ok := principalOf(ctx, opts); ok {
+		startAttrs = append(startAttrs, p)
+	}
+	opts.Logger.LogAttrs(ctx, slog.LevelInfo, "subscription start", startAttrs...)
 	var once sync.Once
 	end := func(why string) {
 		once.Do(func() {

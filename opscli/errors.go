@@ -44,3 +44,9 @@ func ExitCode(err error) int {
 func onUsageError(_ context.Context, _ *cli.Command, err error, _ bool) error {
 	return &usageError{err}
 }
+
+// Usage makes err a usage error: a command line that cannot be run as
+// given, which exits with ExitUsage.
+func Usage(err error) error {
+	return &usageError{err}
+}

@@ -24,8 +24,9 @@ import (
 // keys, so it reads exactly what the executor reads, and it writes byte for
 // byte what the executor writes (TestDirectAnswersAsTheExecutor).
 //
-// It knows the fields dashboards ask most: runs by id, their scalars,
-// owner and waiting, and their children and rounds pages. Anything else —
+// It knows runs by id and every field of Run but the journal's (its
+// scalars, owner, claim, cancellation, waiting, parent, children and
+// rounds pages), and MissingRun. Anything else —
 // another field, @defer, an error anywhere, a null the schema forbids —
 // makes it give up before it has answered anything, and the executor
 // answers the operation instead, finding everything read already.
@@ -343,8 +344,79 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 				return true
 			}
 			return w.waiting(f.Selections, r.Waiting)
+		case "claim":
+			if r.Claim == nil {
+				w.b = append(w.b, "null"...)
+				return true
+			}
+			return w.claim(f.Selections, r.Claim)
+		case "cancellation":
+			return w.cancellation(f.Selections, &r.Cancellation)
+		case "parent":
+			if r.ExecutionParentID == nil {
+				w.b = append(w.b, "null"...)
+				return true
+			}
+			// The key the read-ahead asked for (parentKeys).
+			snap, err := w.l.runs.one(w.ctx, *r.ExecutionParentID)
+			return err == nil && w.snapshot(f.Selections, snap)
 		case "children", "rounds":
 			return w.page(f, r)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) claim(sel ast.SelectionSet, c *snapshot.Claim) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["Claim"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "Claim")
+		case "owner":
+			return w.owner(f.Selections, &c.Owner)
+		case "claimedAt":
+			w.b = scalar.AppendDateTime(w.b, c.ClaimedAt)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) cancellation(sel ast.SelectionSet, c *snapshot.Cancellation) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["Cancellation"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "Cancellation")
+		case "requestedAt":
+			w.b = appendOptDateTime(w.b, c.RequestedAt)
+		case "acknowledgement":
+			if c.Acknowledgement == nil {
+				w.b = append(w.b, "null"...)
+				return true
+			}
+			return w.acknowledgement(f.Selections, c.Acknowledgement)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *directWriter) acknowledgement(sel ast.SelectionSet, a *snapshot.CancelAcknowledgement) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["CancelAcknowledgement"])
+	return ok && w.object(fields, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			w.b = jsonwire.AppendQuoted(w.b, "CancelAcknowledgement")
+		case "observedAt":
+			w.b = scalar.AppendDateTime(w.b, a.ObservedAt)
+		case "owner":
+			return w.owner(f.Selections, &a.Owner)
 		default:
 			return false
 		}

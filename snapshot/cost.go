@@ -51,6 +51,16 @@ var servedBy = map[string][]string{
 	"finished_at_ms": {"", "status", "flowName", "flowName,status"},
 }
 
+// countKey is the column a count of f walks its index in the order of:
+// finish time for a finish window without a creation range, else creation
+// time, as every index of flows_runs ends with one of them.
+func (f RunFilter) countKey() string {
+	if (f.FinishedAfter != nil || f.FinishedBefore != nil) && f.CreatedAfter == nil && f.CreatedBefore == nil {
+		return "finished_at_ms"
+	}
+	return createdKey.column
+}
+
 // ScanOf returns what a list of f in order o (or, with count set, a count
 // of f) walks, for a principal of scope (docs/contract.md#scopes; none
 // given: every run). A scope of a few exact names makes a branch of each
@@ -60,12 +70,7 @@ func ScanOf(f RunFilter, o RunOrder, count bool, scope ...access.Scope) Scan {
 	f = f.canonical()
 	k := o.key()
 	if count {
-		// A count has no order: the planner walks the finish indexes for
-		// a finish window without a creation range, else a creation one.
-		k = key{column: "created_at_ms"}
-		if (f.FinishedAfter != nil || f.FinishedBefore != nil) && f.CreatedAfter == nil && f.CreatedBefore == nil {
-			k = key{column: "finished_at_ms"}
-		}
+		k = key{column: f.countKey()}
 	}
 	s := Scan{Branches: max(1, len(f.Status)) * max(1, len(f.WaitingKind))}
 	var eq []string

@@ -82,7 +82,7 @@ func ActivitySQL(d store.Dialect, req ActivityRequest) (string, []any) {
 func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
 	f := filter.canonical()
 	l := f.where(d)
-	return "SELECT count(*) FROM (" + l.countSelect(upTo+1) + ") AS k", l.args
+	return "SELECT count(*) FROM (" + l.countSelect(f.countKey(), upTo+1) + ") AS k", l.args
 }
 
 // StatsSQL returns the statement and arguments RunStats counts filter with.
@@ -117,4 +117,9 @@ func ScopedListSQL(d store.Dialect, req ListRequest, s access.Scope) (string, []
 	l.scoped(s, f)
 	size, _ := pageSize(req.First)
 	return runsIn(d, listStatement(l.keyset(req.Order.key(), nil, size+1))), l.args
+}
+
+// RunsSQL returns the statement and arguments Runs reads ids with.
+func RunsSQL(d store.Dialect, ids []string) (string, []any) {
+	return selectRuns(d), []any{d.TextListArg(ids)}
 }

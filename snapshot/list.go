@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/flowsnap/flowsnap/cursor"
@@ -246,6 +247,20 @@ func (l *listQuery) cross(branches [][]string, n int, term func(int) string) [][
 	return out
 }
 
+// limit is a list page's LIMIT. PostgreSQL plans a statement prepared
+// once generically (the server's default, store.Options.PGExecMode), and
+// a generic plan reads a bound LIMIT as a tenth of the rows the filter
+// matches: a list page then hash-joined the whole of flows_runs and
+// flows_run_changes. There the LIMIT is spelled, and the page is planned
+// as the page it is, at the price of a statement per page size (at most
+// MaxPageSize+1 of them). SQLite's plans do not weigh it: it is bound.
+func (l *listQuery) limit(n int) string {
+	if l.d == store.Postgres {
+		return strconv.Itoa(n)
+	}
+	return l.arg(n)
+}
+
 // keyset returns the SELECT of run ids in the order of k, after (ord,
 // last) when after, at most limit of them, one sub-select per branch.
 func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
@@ -265,7 +280,7 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 		o, id := l.arg(after.Ordinal), l.arg(after.Last)
 		keyTerms = append(keyTerms, col+" "+bound+" "+o, "("+col+", run_id) "+cmp+" ("+o+", "+id+")")
 	}
-	lim := l.arg(limit)
+	lim := l.limit(limit)
 	orderBy := " ORDER BY " + col + dir + ", run_id" + dir + " LIMIT " + lim
 	sel := func(terms []string) string {
 		terms = append(append(slices.Clone(l.shared), terms...), keyTerms...)
@@ -288,11 +303,14 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 }
 
 // countSelect returns a SELECT of at most limit rows of the runs l
-// selects, in no order, one sub-select per branch: what a bounded count
-// counts. Without an order the planner reads whichever index holds the
-// filter's range (the finish indexes for a finish window), and stops after
-// limit entries.
-func (l *listQuery) countSelect(limit int) string {
+// selects, one sub-select per branch: what a bounded count counts. Each
+// is ordered by col, the filter's countKey, which the index holding the
+// filter's range (the finish indexes for a finish window) ends with: so
+// the planner reads that index and stops after limit entries, where
+// without an order it may scan the table until limit rows match (or all
+// of it when they are few), as PostgreSQL's generic plans did. The limit
+// stays bound: a count's bound is any number up to MaxCountUpTo.
+func (l *listQuery) countSelect(col string, limit int) string {
 	lim := l.arg(limit)
 	sel := func(terms []string) string {
 		terms = append(slices.Clone(l.shared), terms...)
@@ -300,7 +318,7 @@ func (l *listQuery) countSelect(limit int) string {
 		if len(terms) > 0 {
 			where = "\nWHERE " + strings.Join(terms, "\n  AND ")
 		}
-		return "SELECT 1 AS one FROM flows_runs" + where + " LIMIT " + lim
+		return "SELECT 1 AS one FROM flows_runs" + where + " ORDER BY " + col + " LIMIT " + lim
 	}
 	if len(l.branches) == 1 {
 		return sel(l.branches[0])
@@ -453,7 +471,7 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 			return nil
 		}
 		var n int64
-		sql := "SELECT count(*) FROM (" + l.countSelect(int(upTo)+1) + ") AS k"
+		sql := "SELECT count(*) FROM (" + l.countSelect(f.countKey(), int(upTo)+1) + ") AS k"
 		if err := q.eachOf(q.limited, sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {
 			return err
 		}

@@ -116,7 +116,7 @@ func statsSQL(d store.Dialect, f RunFilter, statuses []vocab.Status, upTo int64,
 		for j, b := range base {
 			l.branches[j] = append(slices.Clone(b), term)
 		}
-		cols[i] = fmt.Sprintf("(SELECT count(*) FROM (%s) AS k%d) AS n%d", l.countSelect(int(upTo)+1), i, i)
+		cols[i] = fmt.Sprintf("(SELECT count(*) FROM (%s) AS k%d) AS n%d", l.countSelect(f.countKey(), int(upTo)+1), i, i)
 	}
 	return "SELECT " + strings.Join(cols, ",\n"), l.args, true
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// StaleAfter is how old a running run's heartbeat may be before the
 	// dashboard marks it stale; 0 means DefaultStaleAfter.
 	StaleAfter time.Duration
+	// Auth says the server asks for a bearer token: the dashboard and the
+	// explorer prompt for one and send it.
+	Auth bool
 }
 
 // DefaultStaleAfter is the stale-heartbeat threshold when none is set.
@@ -48,6 +51,7 @@ const DefaultStaleAfter = 5 * time.Minute
 type config struct {
 	StaleAfterMs int64 `json:"staleAfterMs"`
 	Explorer     bool  `json:"explorer"`
+	Auth         bool  `json:"auth"`
 }
 
 func configAsset(opts Options) asset {
@@ -55,7 +59,7 @@ func configAsset(opts Options) asset {
 	if stale <= 0 {
 		stale = DefaultStaleAfter
 	}
-	b, err := json.Marshal(config{StaleAfterMs: stale.Milliseconds(), Explorer: opts.Explorer})
+	b, err := json.Marshal(config{StaleAfterMs: stale.Milliseconds(), Explorer: opts.Explorer, Auth: opts.Auth})
 	if err != nil {
 		panic("web: " + err.Error())
 	}

@@ -38,6 +38,9 @@ type Record struct {
 	message string
 	cause   string
 	name    string
+	// principal names who the request authenticated as; it is not
+	// cleared by Take, since it holds for every operation of a connection.
+	principal string
 	// release, when set, gives back the document slot the request holds.
 	release func()
 	// status, when set, is the HTTP status the response goes out with,
@@ -64,6 +67,8 @@ type Header interface{ Set(key, value string) }
 type Refusal struct {
 	Reason, Message, Cause, Name string
 	Code                         fault.Code
+	// Principal names who the request authenticated as, "" when no one.
+	Principal string
 }
 
 type key struct{}
@@ -114,12 +119,21 @@ func (r *Record) SetName(name string) {
 	r.name = Clip(name)
 }
 
+// SetPrincipal names who the request authenticated as (a WebSocket
+// connection's connection_init may say so after its upgrade), for the
+// log lines of its refusals.
+func (r *Record) SetPrincipal(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.principal = name
+}
+
 // Take returns the refusal the record holds and clears it, so that the
 // next operation of a connection starts afresh.
 func (r *Record) Take() Refusal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := Refusal{Reason: r.reason, Message: r.message, Cause: r.cause, Name: r.name, Code: r.code}
+	f := Refusal{Reason: r.reason, Message: r.message, Cause: r.cause, Name: r.name, Code: r.code, Principal: r.principal}
 	r.reason, r.message, r.cause, r.name, r.code = "", "", "", "", ""
 	return f
 }

@@ -1,5 +1,6 @@
 // The serving flowsnap's settings the dashboard follows (GET
-// /dashboard/config.json): the stale-heartbeat threshold. A dashboard
+// /dashboard/config.json): the stale-heartbeat threshold, and whether it
+// asks for a bearer token (auth). A dashboard
 // pointed at another flowsnap (?api=) or served without the file falls back
 // to the defaults.
 import { useEffect, useState } from 'preact/hooks';
@@ -11,7 +12,7 @@ function load() {
   loaded ??= fetch('/dashboard/config.json')
     .then((r) => (r.ok ? r.json() : {}))
     .catch(() => ({}))
-    .then((c) => ({ ...DEFAULTS, ...c }));
+    .then((c) => ({ ...DEFAULTS, ...c, loaded: true }));
   return loaded;
 }
 

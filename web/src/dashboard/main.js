@@ -10,6 +10,9 @@ import { SearchBox } from './SearchBox.js';
 import { ListView } from './list/ListView.js';
 import { RunView } from './run/RunView.js';
 import { Overview } from './overview/Overview.js';
+import { useConfig } from './config.js';
+import { onTokenChange, token } from './auth.js';
+import { TokenPrompt } from './TokenPrompt.js';
 
 applyTheme();
 
@@ -72,4 +75,15 @@ function App() {
     <footer class="muted">API <code>${endpoint}</code>${position ? html` · source <code>${position.source}</code>` : ''}</footer>`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+// Root asks for a token first when the server wants one, and again when it
+// refuses one; the views start afresh with each new token.
+function Root() {
+  const config = useConfig();
+  const [tok, setTok] = useState(token());
+  useEffect(() => onTokenChange(() => setTok(token())), []);
+  if (!config.loaded) return null;
+  if (config.auth && !tok) return html`<${TokenPrompt} />`;
+  return html`<${App} key=${tok} />`;
+}
+
+render(html`<${Root} />`, document.getElementById('app'));

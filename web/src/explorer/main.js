@@ -1,6 +1,8 @@
 // The query explorer at /explorer: GraphiQL (completion from the schema,
 // docs, history) with flowsnap's ready examples, queries over HTTP and
-// subscriptions over GraphQL over Server-Sent Events.
+// subscriptions over GraphQL over Server-Sent Events, each with the bearer
+// token the dashboard keeps (../dashboard/auth.js) when the server asks for
+// one; it asks for it the same way.
 import { createElement as h, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { GraphiQL } from 'graphiql';
@@ -8,6 +10,7 @@ import { useEditorContext } from '@graphiql/react';
 import { createGraphiQLFetcher } from '@graphiql/toolkit';
 import { createClient } from 'graphql-sse';
 import { getOperationAST, parse } from 'graphql';
+import { authHeaders, onTokenChange, setToken, token, unauthorized, wasRefused } from '../dashboard/auth.js';
 import 'graphiql/style.css';
 import './explorer.css';
 
@@ -15,8 +18,16 @@ const url = (() => {
   const api = new URLSearchParams(location.search).get('api');
   return new URL(api || '/graphql', location.href).href;
 })();
-const http = createGraphiQLFetcher({ url });
-const sse = createClient({ url, retryAttempts: 0 });
+// authFetch is fetch with the token; a 401 forgets it (the prompt returns).
+async function authFetch(input, init = {}) {
+  const headers = new Headers(init.headers);
+  for (const [k, v] of Object.entries(authHeaders())) headers.set(k, v);
+  const res = await fetch(input, { ...init, headers });
+  if (res.status === 401) unauthorized();
+  return res;
+}
+const http = createGraphiQLFetcher({ url, fetch: authFetch });
+const sse = createClient({ url, retryAttempts: 0, headers: authHeaders });
 
 function fetcher(params, opts) {
   let op;
@@ -37,7 +48,7 @@ async function fill(examples) {
   const decl = finds.map((_, i) => `$f${i}: RunFilter`).join(', ');
   const body = finds.map((_, i) => `f${i}: listRuns(filter: $f${i}, first: 100) { nodes { ... on Run { id parentRunId lineageId } } }`).join('\n');
   const vars = Object.fromEntries(finds.map((x, i) => [`f${i}`, x.f.filter ?? {}]));
-  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ query: `query Find(${decl}) { ${body} }`, variables: vars }) });
+  const res = await authFetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ query: `query Find(${decl}) { ${body} }`, variables: vars }) });
   const data = (await res.json()).data ?? {};
   const found = new Map();
   finds.forEach(({ ex, name, f }, i) => {
@@ -53,14 +64,18 @@ async function fill(examples) {
 // across renders, as GraphiQL needs to keep it open.
 let loaded = null;
 const listeners = new Set();
-fetch('/explorer/examples.json').then((r) => r.json()).then(fill).catch(() => []).then((list) => {
-  loaded = list;
-  listeners.forEach((f) => f(list));
-});
+let filling = null;
+function loadExamples() {
+  filling ??= fetch('/explorer/examples.json').then((r) => r.json()).then(fill).catch(() => []).then((list) => {
+    loaded = list;
+    listeners.forEach((f) => f(list));
+  });
+}
 
 function Examples() {
   const [examples, setExamples] = useState(loaded);
   useEffect(() => {
+    loadExamples();
     listeners.add(setExamples);
     return () => listeners.delete(setExamples);
   }, []);
@@ -130,4 +145,39 @@ function App() {
   });
 }
 
-createRoot(document.getElementById('graphiql')).render(h(App));
+// TokenPrompt asks for the bearer token, as the dashboard does.
+function TokenPrompt() {
+  const submit = (e) => {
+    e.preventDefault();
+    const v = e.target.elements.token.value.trim();
+    if (v) setToken(v);
+  };
+  return h('main', { className: 'token-prompt' },
+    h('h1', null, 'flowsnap explorer'),
+    h('form', { id: 'token-form', onSubmit: submit },
+      h('p', null, 'This server asks for a bearer token: an API token, or an access token of your identity provider. It is kept for this browser tab only.'),
+      wasRefused() ? h('p', { role: 'alert', id: 'token-refused' }, 'The server refused that token. Enter another.') : null,
+      h('label', { htmlFor: 'token' }, 'Token'),
+      h('input', { id: 'token', name: 'token', type: 'password', autoComplete: 'off', spellCheck: false, required: true, autoFocus: true }),
+      h('button', { type: 'submit', id: 'token-submit' }, 'Continue')));
+}
+
+// Root asks for a token first when the server wants one (its
+// /dashboard/config.json says so), and again when it refuses one.
+function Root() {
+  const [auth, setAuth] = useState(null);
+  const [tok, setTok] = useState(token());
+  useEffect(() => {
+    fetch('/dashboard/config.json').then((r) => (r.ok ? r.json() : {})).catch(() => ({})).then((c) => {
+      // The examples are filled from the store as soon as they can be.
+      if (!c.auth || token()) loadExamples();
+      setAuth(!!c.auth);
+    });
+    return onTokenChange(() => setTok(token()));
+  }, []);
+  if (auth === null) return null;
+  if (auth && !tok) return h(TokenPrompt);
+  return h(App, { key: tok });
+}
+
+createRoot(document.getElementById('graphiql')).render(h(Root));

@@ -12,7 +12,7 @@ WHERE (state_json::json ->> 'flowName') = $1
   AND finished_at_ms >= $2
   AND finished_at_ms IS NOT NULL
   AND finished_at_ms <= $3
-  AND (finished_at_ms, run_id) < ($3, $4) ORDER BY finished_at_ms DESC, run_id DESC LIMIT $5) AS q
+  AND (finished_at_ms, run_id) < ($3, $4) ORDER BY finished_at_ms DESC, run_id DESC LIMIT 11) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
--- arguments: [billing 1000 5000 r 11]
+-- arguments: [billing 1000 5000 r]
