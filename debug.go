@@ -124,11 +124,18 @@ func serveDebug(ctx context.Context, addr string, stdout io.Writer, log *slog.Lo
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "flowsnap debug endpoints at http://%s/debug/pprof/\n", ln.Addr())
+	return serveSide(ctx, srv, ln, log, "debug endpoints"), nil
+}
+
+// serveSide serves srv on ln, a listener beside the API's (the debug
+// endpoints, /metrics), logging why it stopped unless it was told to, and
+// returns the function that stops it.
+func serveSide(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger, what string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("debug endpoints stopped", slog.String("error", err.Error()))
+			log.Warn("the "+what+" listener stopped", slog.String("error", err.Error()))
 		}
 	}()
 	return func() {
@@ -136,5 +143,5 @@ func serveDebug(ctx context.Context, addr string, stdout io.Writer, log *slog.Lo
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 		<-done
-	}, nil
+	}
 }

@@ -364,19 +364,7 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, stdout io.Wr
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "metrics:   http://%s/metrics\n", ln.Addr())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("the metrics listener stopped", slog.String("error", err.Error()))
-		}
-	}()
-	return func() {
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-		<-done
-	}, nil
+	return serveSide(ctx, srv, ln, log, "metrics"), nil
 }
 
 // traced says which requests are traced: not the probes and scrapes,

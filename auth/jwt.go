@@ -312,19 +312,24 @@ func (j *JWT) Authenticate(ctx context.Context, token string) (*access.Principal
 
 // jwtRefusal says why the library refused a token, in words safe to show.
 func jwtRefusal(err error) string {
-	switch {
-	case errors.Is(err, jwt.TokenExpiredError()):
-		return "the token has expired"
-	case errors.Is(err, jwt.TokenNotYetValidError()):
-		return "the token is not valid yet (nbf)"
-	case errors.Is(err, jwt.InvalidIssuerError()):
-		return "the token's issuer (iss) is not the one this server accepts"
-	case errors.Is(err, jwt.InvalidAudienceError()):
-		return "the token is not meant for this server (aud)"
-	case errors.Is(err, jwt.MissingRequiredClaimError()):
-		return "the token has no expiry (exp)"
-	case errors.Is(err, jwt.ValidateError()):
-		return "the token's claims are not valid"
+	for _, r := range jwtRefusals {
+		if errors.Is(err, r.err) {
+			return r.why
+		}
 	}
 	return "the token's signature does not verify"
+}
+
+// jwtRefusals are the library's validation errors and what each means,
+// the more specific first: ValidateError is every one's.
+var jwtRefusals = []struct {
+	err error
+	why string
+}{
+	{jwt.TokenExpiredError(), "the token has expired"},
+	{jwt.TokenNotYetValidError(), "the token is not valid yet (nbf)"},
+	{jwt.InvalidIssuerError(), "the token's issuer (iss) is not the one this server accepts"},
+	{jwt.InvalidAudienceError(), "the token is not meant for this server (aud)"},
+	{jwt.MissingRequiredClaimError(), "the token has no expiry (exp)"},
+	{jwt.ValidateError(), "the token's claims are not valid"},
 }

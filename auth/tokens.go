@@ -1,11 +1,9 @@
 package auth
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowsnap/flowsnap/access"
+	"github.com/flowsnap/flowsnap/jsonwire"
 )
 
 // Tokens authenticates the bearer tokens of a tokens file
@@ -160,14 +159,9 @@ func readTokens(path string) (tokenSet, error) {
 // flow patterns with "*" at their end only, no member it does not know (a
 // misspelt "payload" must not silently mean false).
 func parseTokens(data []byte) (tokenSet, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var entries []tokenEntry
-	if err := dec.Decode(&entries); err != nil {
-		return nil, fmt.Errorf("want a JSON array of {\"name\", \"sha256\", \"flows\", \"payloads\"}: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("want one JSON array, found more after it")
+	if err := jsonwire.DecodeStrict(data, &entries); err != nil {
+		return nil, fmt.Errorf("want one JSON array of {\"name\", \"sha256\", \"flows\", \"payloads\"}: %w", err)
 	}
 	if entries == nil {
 		return nil, fmt.Errorf("want a JSON array of tokens, found null")

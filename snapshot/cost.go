@@ -183,16 +183,15 @@ func (r *Reader) RefreshRunEstimate(ctx context.Context) error {
 // KeepRunEstimate counts the store's runs now and then every interval
 // until ctx ends (see RefreshRunEstimate); a failed count keeps the last.
 func (r *Reader) KeepRunEstimate(ctx context.Context, every time.Duration) {
-	for {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, every)
 		_ = r.RefreshRunEstimate(cctx)
 		cancel()
-		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		case <-tick.C:
 		}
 	}
 }

@@ -88,14 +88,23 @@ var runEventList = pageList{kind: cursor.Events, cols: "p.*", statement: journal
 // request, a broken row only its edge.
 func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*StepPage], error) {
 	var raw rawStep
-	return readPages(ctx, r, only(stepList), reqs, raw.dest(),
-		func(_ Position, c string, _ int64, _ string) StepEdge {
-			step, err := raw.decode()
-			return StepEdge{Cursor: c, Step: step, Err: err}
+	return readJournalPages(ctx, r, stepList, reqs, raw.dest(), raw.decode,
+		func(c string, step Step, err error) StepEdge { return StepEdge{Cursor: c, Step: step, Err: err} },
+		func(anchor string, edges []StepEdge, info PageInfo) *StepPage {
+			return &StepPage{Anchor: anchor, Edges: edges, PageInfo: info}
+		})
+}
+
+// readJournalPages reads a batch of pages of one journal list, as readPages
+// does, each row decoded by decode and made an edge by edge.
+func readJournalPages[T, E, P any](ctx context.Context, r *Reader, list pageList, reqs []PageRequest, dest []any,
+	decode func() (T, error), edge func(cursor string, v T, err error) E, page func(anchor string, edges []E, info PageInfo) P) ([]Result[P], error) {
+	return readPages(ctx, r, only(list), reqs, dest,
+		func(_ Position, c string, _ int64, _ string) E {
+			v, err := decode()
+			return edge(c, v, err)
 		},
-		func(req PageRequest, edges []StepEdge, info PageInfo) *StepPage {
-			return &StepPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		}, nil)
+		func(req PageRequest, edges []E, info PageInfo) P { return page(req.Anchor, edges, info) }, nil)
 }
 
 // InboundEventPages reads a batch of pages of the events sent to runs,
@@ -103,28 +112,26 @@ func (r *Reader) StepPages(ctx context.Context, reqs []PageRequest) ([]Result[*S
 // errors as StepPages does.
 func (r *Reader) InboundEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*InboundEventPage], error) {
 	var raw rawInbound
-	return readPages(ctx, r, only(inboundList), reqs, raw.dest(),
-		func(_ Position, c string, _ int64, _ string) InboundEventEdge {
-			ev, err := raw.decode()
+	return readJournalPages(ctx, r, inboundList, reqs, raw.dest(), raw.decode,
+		func(c string, ev *InboundEvent, err error) InboundEventEdge {
 			return InboundEventEdge{Cursor: c, Event: ev, Err: err}
 		},
-		func(req PageRequest, edges []InboundEventEdge, info PageInfo) *InboundEventPage {
-			return &InboundEventPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		}, nil)
+		func(anchor string, edges []InboundEventEdge, info PageInfo) *InboundEventPage {
+			return &InboundEventPage{Anchor: anchor, Edges: edges, PageInfo: info}
+		})
 }
 
 // RunEventPages reads a batch of pages of runs' lifecycle logs, ordered by
 // seq, in one statement. It reports errors as StepPages does.
 func (r *Reader) RunEventPages(ctx context.Context, reqs []PageRequest) ([]Result[*RunEventPage], error) {
 	var raw rawRunEvent
-	return readPages(ctx, r, only(runEventList), reqs, raw.dest(),
-		func(_ Position, c string, _ int64, _ string) RunEventEdge {
-			ev, err := raw.decode()
+	return readJournalPages(ctx, r, runEventList, reqs, raw.dest(), raw.decode,
+		func(c string, ev *RunEvent, err error) RunEventEdge {
 			return RunEventEdge{Cursor: c, Event: ev, Err: err}
 		},
-		func(req PageRequest, edges []RunEventEdge, info PageInfo) *RunEventPage {
-			return &RunEventPage{Anchor: req.Anchor, Edges: edges, PageInfo: info}
-		}, nil)
+		func(anchor string, edges []RunEventEdge, info PageInfo) *RunEventPage {
+			return &RunEventPage{Anchor: anchor, Edges: edges, PageInfo: info}
+		})
 }
 
 // Steps reads steps by key in one statement: one Result[Step] per key, in

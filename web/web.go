@@ -18,7 +18,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -26,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flowsnap/flowsnap/jsonwire"
 )
 
 //go:embed dist
@@ -205,14 +206,9 @@ func Examples() []Example {
 }
 
 func parseExamples(data []byte) ([]Example, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var raw []exampleFile
-	if err := dec.Decode(&raw); err != nil {
+	if err := jsonwire.DecodeStrict(data, &raw); err != nil {
 		return nil, fmt.Errorf("examples.json: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("examples.json: data after the list")
 	}
 	list := make([]Example, 0, len(raw))
 	for i, e := range raw {

@@ -2,7 +2,6 @@ package snapshottest
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,31 +24,11 @@ func (l *Loose) LoosenJournal(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := l.db.Write(ctx, func(tx store.Tx) error {
-		var drops []string
-		for _, table := range journalTables {
-			rows, err := tx.Query(ctx, `SELECT conname FROM pg_constraint WHERE contype = 'c' AND conrelid = $1::regclass`, table)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var name string
-				if err := rows.Scan(&name); err != nil {
-					rows.Close()
-					return err
-				}
-				drops = append(drops, fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT %s", table, name))
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+		drops, err := checkDrops(ctx, tx, journalTables...)
+		if err != nil {
+			return err
 		}
-		for _, q := range drops {
-			if _, err := tx.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
+		return execAll(ctx, tx, drops)
 	})
 	if err != nil {
 		t.Fatalf("loosening the journal: %v", err)

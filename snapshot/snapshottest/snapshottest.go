@@ -56,33 +56,17 @@ func Loosen(t testing.TB, db *store.DB) *Loose {
 	l := &Loose{d: db.Dialect(), db: db}
 	if l.d == store.Postgres {
 		err := db.Write(ctx, func(tx store.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT c.conrelid::regclass::text, c.conname FROM pg_constraint c
-				WHERE c.contype = 'c' AND c.conrelid IN ('flows_runs'::regclass, 'flows_run_changes'::regclass)`)
+			drops, err := checkDrops(ctx, tx, "flows_runs", "flows_run_changes")
 			if err != nil {
 				return err
 			}
-			var drops []string
-			for rows.Next() {
-				var table, name string
-				if err := rows.Scan(&table, &name); err != nil {
-					rows.Close()
-					return err
-				}
-				drops = append(drops, fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT %s", table, name))
-			}
-			rows.Close()
 			for _, trg := range refusingTriggers {
 				drops = append(drops, "ALTER TABLE flows_runs DISABLE TRIGGER "+trg)
 			}
 			for _, idx := range stateIndexes {
 				drops = append(drops, "DROP INDEX IF EXISTS "+idx)
 			}
-			for _, q := range drops {
-				if _, err := tx.Exec(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
+			return execAll(ctx, tx, drops)
 		})
 		if err != nil {
 			t.Fatalf("loosening the store: %v", err)
@@ -168,4 +152,39 @@ func firstLine(s string) string {
 		return s[:i] + "…"
 	}
 	return s
+}
+
+// checkDrops returns the statements that drop the CHECK constraints of
+// PostgreSQL's tables.
+func checkDrops(ctx context.Context, tx store.Tx, tables ...string) ([]string, error) {
+	var drops []string
+	for _, table := range tables {
+		rows, err := tx.Query(ctx, `SELECT conname FROM pg_constraint WHERE contype = 'c' AND conrelid = $1::regclass`, table)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			drops = append(drops, fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT %s", table, name))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return drops, nil
+}
+
+// execAll runs statements in tx, one after another.
+func execAll(ctx context.Context, tx store.Tx, statements []string) error {
+	for _, q := range statements {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -271,20 +271,7 @@ func (p *Pair) PauseReplay(ctx context.Context) error {
 	if err := p.exec(ctx, p.StandbyDSN("postgres"), "SELECT pg_wal_replay_pause()"); err != nil {
 		return fmt.Errorf("pausing replay: %w", err)
 	}
-	for {
-		state, err := p.queryText(ctx, p.StandbyDSN("postgres"), "SELECT pg_get_wal_replay_pause_state()")
-		if err != nil {
-			return err
-		}
-		if state == "paused" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return p.pollStandby(ctx, "SELECT pg_get_wal_replay_pause_state()", "paused", "replay did not pause")
 }
 
 // ResumeReplay lets the standby apply WAL again.
@@ -302,18 +289,24 @@ func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return p.pollStandby(ctx, "SELECT (pg_last_wal_replay_lsn() >= '"+lsn+"'::pg_lsn)::text", "true",
+		"the standby did not catch up with "+lsn)
+}
+
+// pollStandby asks the standby query until it answers want, every few
+// milliseconds, or fails with what once ctx ends.
+func (p *Pair) pollStandby(ctx context.Context, query, want, what string) error {
 	for {
-		ok, err := p.queryText(ctx, p.StandbyDSN("postgres"),
-			"SELECT (pg_last_wal_replay_lsn() >= '"+lsn+"'::pg_lsn)::text")
+		got, err := p.queryText(ctx, p.StandbyDSN("postgres"), query)
 		if err != nil {
 			return err
 		}
-		if ok == "true" {
+		if got == want {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the standby did not catch up with %s: %w", lsn, ctx.Err())
+			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
