@@ -135,8 +135,8 @@ func TestGenqlientClient(t *testing.T) {
 		if run.Owner == nil || run.Owner.HostId != "gq-host" || run.Owner.Pid != 1<<40 {
 			t.Fatalf("owner = %+v, want pid 2^40", run.Owner)
 		}
-		if !sameJSON(t, run.State, []byte(`{"flowName":"gq-flow","input":{"n":1,"tags":["a","b"]}}`)) {
-			t.Fatalf("state = %s", run.State)
+		if run.State == nil || !sameJSON(t, *run.State, []byte(`{"flowName":"gq-flow","input":{"n":1,"tags":["a","b"]}}`)) {
+			t.Fatalf("state = %v", run.State)
 		}
 		if got := rec.last("after"); got != "null" {
 			t.Fatalf("a nil cursor went out as %s, want null", got)
@@ -237,7 +237,7 @@ func TestGenqlientClient(t *testing.T) {
 		}
 		done, ok := res.Runs[3].(*client.RunsRunsRun)
 		if !ok || done.Status != client.RunStatusCompleted || done.FinishedAt == nil || !done.FinishedAt.After(done.CreatedAt) || done.Owner != nil ||
-			!sameJSON(t, done.State, []byte(`{"flowName":"gq-child-flow","output":{"ok":true}}`)) {
+			done.State == nil || !sameJSON(t, *done.State, []byte(`{"flowName":"gq-child-flow","output":{"ok":true}}`)) {
 			t.Fatalf("runs[3] = %T %+v", res.Runs[3], res.Runs[3])
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowsnap/flowsnap/endpoint"
+	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/stats"
@@ -165,6 +166,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		return err
 	}
 	defer closeReplicas(replicas)
+	if err := readable(ctx, reader); err != nil {
+		// Not fatal: privileges can be granted while serve runs; until
+		// then /readyz says what is missing.
+		log.Error("the store cannot be read; /readyz fails until it can", slog.String("error", fault.MessageOf(err)))
+	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go reader.WatchReplicas(watchCtx)
@@ -217,8 +223,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		_, _ = io.WriteString(w, "ok\n")
 	})))
 	mux.Handle("GET /readyz", hm.count("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !ready(r.Context(), reader) {
-			http.Error(w, "the store cannot be read", http.StatusServiceUnavailable)
+		if err := readable(r.Context(), reader); err != nil {
+			http.Error(w, "the store cannot be read: "+fault.MessageOf(err), http.StatusServiceUnavailable)
 			return
 		}
 		report := replicaReport(reader)
@@ -384,11 +390,17 @@ func readyCollector(reader *snapshot.Reader) prometheus.Collector {
 	})
 }
 
-// ready reports whether the store can be read: its position, within two
-// seconds. /readyz and flowsnap_ready both ask it.
+// ready reports whether the store can be read (readable). /readyz and
+// flowsnap_ready both ask it.
 func ready(ctx context.Context, reader *snapshot.Reader) bool {
+	return readable(ctx, reader) == nil
+}
+
+// readable checks, within two seconds, that the store can be read: its
+// position, and every table and column serving reads, so that a role
+// without a privilege serving needs is not ready (docs/contract.md#least-privilege).
+func readable(ctx context.Context, reader *snapshot.Reader) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err := reader.Position(ctx)
-	return err == nil
+	return reader.Readable(ctx)
 }

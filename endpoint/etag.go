@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
@@ -19,10 +20,15 @@ import (
 // moved.
 
 // requestDigest names what a GET's answer depends on besides the position:
-// the operation as sent and the media type asked for.
+// the operation as sent, the media type asked for, and who asks — the
+// principal's key (docs/contract.md#scopes), so that one principal's tag
+// never earns another a 304 of an answer it was not given.
 func requestDigest(r *http.Request) string {
 	q := r.URL.Query()
 	h := sha256.New()
+	if k := access.FromContext(r.Context()).Key(); k != "" {
+		_, _ = fmt.Fprintf(h, "principal:%s\n", k)
+	}
 	for _, k := range []string{"query", "variables", "operationName", "extensions"} {
 		_, _ = fmt.Fprintf(h, "%d:%s\n", len(q.Get(k)), q.Get(k))
 	}

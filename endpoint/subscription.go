@@ -88,7 +88,7 @@ func subscription(ctx context.Context, next graphql.OperationHandler, reader *sn
 		ectx, rd := reader.Begin(ectx)
 		defer rd.End()
 		ectx = planner.Begin(ectx, reader, nil)
-		st.Lend(ectx, rd, timer.start)
+		st.Lend(ectx, rd, timer.start, timer.rest)
 		resp := rh(ectx)
 		timer.stop()
 		rd.End()
@@ -214,6 +214,23 @@ func (e *eventTurn) stop() {
 	if e.held {
 		// The slot rests as long as it was held before another event
 		// takes it: events keep at most half of MaxEvents CPUs busy.
+		e.held = false
+		time.AfterFunc(time.Since(e.began), func() { <-e.slots })
+	}
+}
+
+// rest ends a turn whose read sent nothing (live.Unchanged: a change out
+// of the principal's scope): the slot is given back as stop gives it and
+// the deadline stops, for the event waits for its next change without
+// either; start begins them again.
+func (e *eventTurn) rest() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.t != nil {
+		e.t.Stop()
+		e.t = nil
+	}
+	if e.held {
 		e.held = false
 		time.AfterFunc(time.Since(e.began), func() { <-e.slots })
 	}

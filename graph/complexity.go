@@ -1,6 +1,9 @@
 package graph
 
 import (
+	"context"
+
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
@@ -64,26 +67,13 @@ func findComplexity(c *ComplexityRoot, reader *snapshot.Reader) {
 		return 1 + n*child
 	}
 	c.Query.ListRuns = func(child int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, _ *string) int {
-		n := snapshot.DefaultPageSize
-		if first != nil && *first > 0 {
-			n = *first
-		}
-		var f snapshot.RunFilter
-		if filter != nil {
-			f = *filter
-		}
-		o := snapshot.NewestFirst
-		if order != nil {
-			o = *order
-		}
-		return reader.ListCost(f, o, n, child)
+		return listCost(reader, child, filter, order, first)
 	}
 	// A count reads up to upTo index entries per branch (a hundred of them
 	// cost what one run does), or its whole range when its index cannot
 	// serve its filter.
 	c.Query.CountRuns = func(child int, filter *snapshot.RunFilter, upTo *int64) int {
-		f, n := countArgs(filter, upTo)
-		return reader.CountCost(f, min(max(n, 0), snapshot.MaxCountUpTo))
+		return countRunsCost(reader, filter, upTo)
 	}
 	// runStats is one bounded count per status it counts
 	// (docs/contract.md#ops-api).
@@ -102,6 +92,61 @@ func findComplexity(c *ComplexityRoot, reader *snapshot.Reader) {
 		}
 		return 1 + n
 	}
+}
+
+// listCost is the cost of listRuns, for a principal of scope (none given:
+// every run).
+func listCost(reader *snapshot.Reader, child int, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, scope ...access.Scope) int {
+	n := snapshot.DefaultPageSize
+	if first != nil && *first > 0 {
+		n = *first
+	}
+	var f snapshot.RunFilter
+	if filter != nil {
+		f = *filter
+	}
+	o := snapshot.NewestFirst
+	if order != nil {
+		o = *order
+	}
+	return reader.ListCost(f, o, n, child, scope...)
+}
+
+// countRunsCost is the cost of countRuns, for a principal of scope (none
+// given: every run).
+func countRunsCost(reader *snapshot.Reader, filter *snapshot.RunFilter, upTo *int64, scope ...access.Scope) int {
+	f, n := countArgs(filter, upTo)
+	return reader.CountCost(f, min(max(n, 0), snapshot.MaxCountUpTo), scope...)
+}
+
+// scopedCost is the schema with the cost of lists and counts for the
+// principal of the operation's context (docs/contract.md#scopes): a scope
+// changes the ranges a list walks, and gqlgen's complexity functions are
+// not given the context.
+type scopedCost struct {
+	*executableSchema
+	reader *snapshot.Reader
+}
+
+// Complexity is the schema's, but for listRuns and countRuns of a principal
+// whose scope is not every run.
+func (s scopedCost) Complexity(ctx context.Context, typeName, field string, child int, raw map[string]any) (int, bool) {
+	if scope := access.FromContext(ctx).Scope(); !scope.All && typeName == "Query" && (field == "listRuns" || field == "countRuns") {
+		ec := newExecutionContext(nil, s.executableSchema, nil)
+		if field == "listRuns" {
+			args, err := ec.field_Query_listRuns_args(ctx, raw)
+			if err != nil {
+				return 0, false
+			}
+			return listCost(s.reader, child, args["filter"].(*snapshot.RunFilter), args["order"].(*snapshot.RunOrder), args["first"].(*int), scope), true
+		}
+		args, err := ec.field_Query_countRuns_args(ctx, raw)
+		if err != nil {
+			return 0, false
+		}
+		return countRunsCost(s.reader, args["filter"].(*snapshot.RunFilter), args["upTo"].(*int64), scope), true
+	}
+	return s.executableSchema.Complexity(ctx, typeName, field, child, raw)
 }
 
 // countArgs are a count's arguments with their defaults: no filter, and

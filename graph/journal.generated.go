@@ -20,11 +20,22 @@ import (
 
 // region    ************************** generated!.gotpl **************************
 
+type AttemptResolver interface {
+	Result(ctx context.Context, obj *snapshot.Attempt) (json.RawMessage, error)
+	ErrorName(ctx context.Context, obj *snapshot.Attempt) (*string, error)
+	ErrorMessage(ctx context.Context, obj *snapshot.Attempt) (*string, error)
+}
+type InboundEventResolver interface {
+	Payload(ctx context.Context, obj *snapshot.InboundEvent) (json.RawMessage, error)
+}
 type InboundEventConnectionResolver interface {
 	Nodes(ctx context.Context, obj *snapshot.InboundEventPage) ([]*snapshot.InboundEvent, error)
 }
 type InboundEventEdgeResolver interface {
 	Node(ctx context.Context, obj *snapshot.InboundEventEdge) (*snapshot.InboundEvent, error)
+}
+type RunEventResolver interface {
+	CancellationReason(ctx context.Context, obj *snapshot.RunEvent) (*string, error)
 }
 type RunEventConnectionResolver interface {
 	Nodes(ctx context.Context, obj *snapshot.RunEventPage) ([]*snapshot.RunEvent, error)
@@ -219,7 +230,7 @@ func (ec *executionContext) _Attempt_result(ctx context.Context, field graphql.C
 			return ec.fieldContext_Attempt_result(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Result, nil
+			return ec.Resolvers.Attempt().Result(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
@@ -230,7 +241,7 @@ func (ec *executionContext) _Attempt_result(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Attempt_result(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attempt", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("Attempt", field, true, true, "JSON")
 }
 
 func (ec *executionContext) _Attempt_errorName(ctx context.Context, field graphql.CollectedField, obj *snapshot.Attempt) (ret graphql.Marshaler) {
@@ -242,7 +253,7 @@ func (ec *executionContext) _Attempt_errorName(ctx context.Context, field graphq
 			return ec.fieldContext_Attempt_errorName(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ErrorName, nil
+			return ec.Resolvers.Attempt().ErrorName(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -253,7 +264,7 @@ func (ec *executionContext) _Attempt_errorName(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Attempt_errorName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attempt", field, false, false, "String")
+	return graphql.NewScalarFieldContext("Attempt", field, true, true, "String")
 }
 
 func (ec *executionContext) _Attempt_errorMessage(ctx context.Context, field graphql.CollectedField, obj *snapshot.Attempt) (ret graphql.Marshaler) {
@@ -265,7 +276,7 @@ func (ec *executionContext) _Attempt_errorMessage(ctx context.Context, field gra
 			return ec.fieldContext_Attempt_errorMessage(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ErrorMessage, nil
+			return ec.Resolvers.Attempt().ErrorMessage(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -276,7 +287,7 @@ func (ec *executionContext) _Attempt_errorMessage(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Attempt_errorMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attempt", field, false, false, "String")
+	return graphql.NewScalarFieldContext("Attempt", field, true, true, "String")
 }
 
 func (ec *executionContext) _Attempt_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *snapshot.Attempt) (ret graphql.Marshaler) {
@@ -380,7 +391,7 @@ func (ec *executionContext) _InboundEvent_payload(ctx context.Context, field gra
 			return ec.fieldContext_InboundEvent_payload(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Payload, nil
+			return ec.Resolvers.InboundEvent().Payload(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
@@ -391,7 +402,7 @@ func (ec *executionContext) _InboundEvent_payload(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_InboundEvent_payload(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("InboundEvent", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("InboundEvent", field, true, true, "JSON")
 }
 
 func (ec *executionContext) _InboundEvent_createdAt(ctx context.Context, field graphql.CollectedField, obj *snapshot.InboundEvent) (ret graphql.Marshaler) {
@@ -692,7 +703,7 @@ func (ec *executionContext) _RunEvent_cancellationReason(ctx context.Context, fi
 			return ec.fieldContext_RunEvent_cancellationReason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.CancellationReason, nil
+			return ec.Resolvers.RunEvent().CancellationReason(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -703,7 +714,7 @@ func (ec *executionContext) _RunEvent_cancellationReason(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_RunEvent_cancellationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RunEvent", field, false, false, "String")
+	return graphql.NewScalarFieldContext("RunEvent", field, true, true, "String")
 }
 
 func (ec *executionContext) _RunEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *snapshot.RunEventPage) (ret graphql.Marshaler) {
@@ -1855,52 +1866,55 @@ func (ec *executionContext) _Attempt(ctx context.Context, sel ast.SelectionSet, 
 		case "id":
 			out.Values[i] = ec._Attempt_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "number":
 			out.Values[i] = ec._Attempt_number(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "state":
 			out.Values[i] = ec._Attempt_state(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "startedAt":
 			out.Values[i] = ec._Attempt_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "endedAt":
 			out.Values[i] = ec._Attempt_endedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "resultType":
 			out.Values[i] = ec._Attempt_resultType(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "result":
-			out.Values[i] = ec._Attempt_result(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Attempt_result(ctx, field, obj)
+				})
 		case "errorName":
-			out.Values[i] = ec._Attempt_errorName(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Attempt_errorName(ctx, field, obj)
+				})
 		case "errorMessage":
-			out.Values[i] = ec._Attempt_errorMessage(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Attempt_errorMessage(ctx, field, obj)
+				})
 		case "nextAttemptAt":
 			out.Values[i] = ec._Attempt_nextAttemptAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -1933,37 +1947,38 @@ func (ec *executionContext) _InboundEvent(ctx context.Context, sel ast.Selection
 		case "id":
 			out.Values[i] = ec._InboundEvent_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "eventName":
 			out.Values[i] = ec._InboundEvent_eventName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "hasPayload":
 			out.Values[i] = ec._InboundEvent_hasPayload(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "payload":
-			out.Values[i] = ec._InboundEvent_payload(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._InboundEvent_payload(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._InboundEvent_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "claimedBy":
 			out.Values[i] = ec._InboundEvent_claimedBy(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "claimedAt":
 			out.Values[i] = ec._InboundEvent_claimedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -2079,23 +2094,24 @@ func (ec *executionContext) _RunEvent(ctx context.Context, sel ast.SelectionSet,
 		case "seq":
 			out.Values[i] = ec._RunEvent_seq(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "type":
 			out.Values[i] = ec._RunEvent_type(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recordedAt":
 			out.Values[i] = ec._RunEvent_recordedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cancellationReason":
-			out.Values[i] = ec._RunEvent_cancellationReason(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunEvent_cancellationReason(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -7,10 +7,31 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
+
+// Result is the resolver for the result field.
+func (r *attemptResolver) Result(ctx context.Context, obj *snapshot.Attempt) (json.RawMessage, error) {
+	return payload(ctx, obj.Result)
+}
+
+// ErrorName is the resolver for the errorName field.
+func (r *attemptResolver) ErrorName(ctx context.Context, obj *snapshot.Attempt) (*string, error) {
+	return payload(ctx, obj.ErrorName)
+}
+
+// ErrorMessage is the resolver for the errorMessage field.
+func (r *attemptResolver) ErrorMessage(ctx context.Context, obj *snapshot.Attempt) (*string, error) {
+	return payload(ctx, obj.ErrorMessage)
+}
+
+// Payload is the resolver for the payload field.
+func (r *inboundEventResolver) Payload(ctx context.Context, obj *snapshot.InboundEvent) (json.RawMessage, error) {
+	return payload(ctx, obj.Payload)
+}
 
 // Nodes is the resolver for the nodes field.
 func (r *inboundEventConnectionResolver) Nodes(ctx context.Context, obj *snapshot.InboundEventPage) ([]*snapshot.InboundEvent, error) {
@@ -40,6 +61,11 @@ func (r *runResolver) InboundEvents(ctx context.Context, objs []*snapshot.Run, f
 // Events is the batch resolver for the events field.
 func (r *runResolver) Events(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.RunEventPage, error) {
 	return plan.RunEvents(ctx, objs, first, after)
+}
+
+// CancellationReason is the resolver for the cancellationReason field.
+func (r *runEventResolver) CancellationReason(ctx context.Context, obj *snapshot.RunEvent) (*string, error) {
+	return payload(ctx, obj.CancellationReason)
 }
 
 // Nodes is the resolver for the nodes field.
@@ -86,6 +112,12 @@ func (r *waitStepResolver) ParentStep(ctx context.Context, objs []*snapshot.Wait
 	return plan.ParentSteps(ctx, objs)
 }
 
+// Attempt returns AttemptResolver implementation.
+func (r *Resolver) Attempt() AttemptResolver { return &attemptResolver{r} }
+
+// InboundEvent returns InboundEventResolver implementation.
+func (r *Resolver) InboundEvent() InboundEventResolver { return &inboundEventResolver{r} }
+
 // InboundEventConnection returns InboundEventConnectionResolver implementation.
 func (r *Resolver) InboundEventConnection() InboundEventConnectionResolver {
 	return &inboundEventConnectionResolver{r}
@@ -93,6 +125,9 @@ func (r *Resolver) InboundEventConnection() InboundEventConnectionResolver {
 
 // InboundEventEdge returns InboundEventEdgeResolver implementation.
 func (r *Resolver) InboundEventEdge() InboundEventEdgeResolver { return &inboundEventEdgeResolver{r} }
+
+// RunEvent returns RunEventResolver implementation.
+func (r *Resolver) RunEvent() RunEventResolver { return &runEventResolver{r} }
 
 // RunEventConnection returns RunEventConnectionResolver implementation.
 func (r *Resolver) RunEventConnection() RunEventConnectionResolver {
@@ -118,8 +153,11 @@ func (r *Resolver) StepEdge() StepEdgeResolver { return &stepEdgeResolver{r} }
 func (r *Resolver) WaitStep() WaitStepResolver { return &waitStepResolver{r} }
 
 type (
+	attemptResolver                struct{ *Resolver }
+	inboundEventResolver           struct{ *Resolver }
 	inboundEventConnectionResolver struct{ *Resolver }
 	inboundEventEdgeResolver       struct{ *Resolver }
+	runEventResolver               struct{ *Resolver }
 	runEventConnectionResolver     struct{ *Resolver }
 	runEventEdgeResolver           struct{ *Resolver }
 	runStepResolver                struct{ *Resolver }

@@ -19,7 +19,7 @@ import (
 func NewSchema(reader *snapshot.Reader) graphql.ExecutableSchema {
 	cfg := Config{Resolvers: &Resolver{Reader: reader}}
 	setComplexity(&cfg.Complexity, reader)
-	return NewExecutableSchema(cfg)
+	return scopedCost{executableSchema: NewExecutableSchema(cfg).(*executableSchema), reader: reader}
 }
 
 // Resolver is the root of the GraphQL resolvers: what every resolver may

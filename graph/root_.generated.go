@@ -23,13 +23,16 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Attempt() AttemptResolver
 	Change() ChangeResolver
+	InboundEvent() InboundEventResolver
 	InboundEventConnection() InboundEventConnectionResolver
 	InboundEventEdge() InboundEventEdgeResolver
 	Query() QueryResolver
 	Run() RunResolver
 	RunConnection() RunConnectionResolver
 	RunEdge() RunEdgeResolver
+	RunEvent() RunEventResolver
 	RunEventConnection() RunEventConnectionResolver
 	RunEventEdge() RunEventEdgeResolver
 	RunStep() RunStepResolver
@@ -38,6 +41,7 @@ type ResolverRoot interface {
 	StepEdge() StepEdgeResolver
 	Subscription() SubscriptionResolver
 	WaitStep() WaitStepResolver
+	Waiting() WaitingResolver
 }
 
 type DirectiveRoot struct {

@@ -34,6 +34,8 @@ type QueryResolver interface {
 	Flows(ctx context.Context, first *int, after *string, prefix *string) (*snapshot.FlowPage, error)
 }
 type RunResolver interface {
+	State(ctx context.Context, obj *snapshot.Run) (json.RawMessage, error)
+
 	Parent(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Snapshot, error)
 
 	Children(ctx context.Context, objs []*snapshot.Run, first *int, after *string) ([]*snapshot.Page, error)
@@ -48,6 +50,9 @@ type RunConnectionResolver interface {
 }
 type RunEdgeResolver interface {
 	Node(ctx context.Context, obj *snapshot.Edge) (snapshot.Snapshot, error)
+}
+type WaitingResolver interface {
+	Request(ctx context.Context, obj *snapshot.Waiting) (json.RawMessage, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1450,18 +1455,18 @@ func (ec *executionContext) _Run_state(ctx context.Context, field graphql.Collec
 			return ec.fieldContext_Run_state(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.State, nil
+			return ec.Resolvers.Run().State(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-			return ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Run_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Run", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("Run", field, true, true, "JSON")
 }
 
 func (ec *executionContext) _Run_createdAt(ctx context.Context, field graphql.CollectedField, obj *snapshot.Run) (ret graphql.Marshaler) {
@@ -2469,7 +2474,7 @@ func (ec *executionContext) _Waiting_request(ctx context.Context, field graphql.
 			return ec.fieldContext_Waiting_request(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Request, nil
+			return ec.Resolvers.Waiting().Request(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
@@ -2480,7 +2485,7 @@ func (ec *executionContext) _Waiting_request(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Waiting_request(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Waiting", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("Waiting", field, true, true, "JSON")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -2969,10 +2974,11 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "state":
-			out.Values[i] = ec._Run_state(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_state(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._Run_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -3194,28 +3200,29 @@ func (ec *executionContext) _Waiting(ctx context.Context, sel ast.SelectionSet, 
 		case "kind":
 			out.Values[i] = ec._Waiting_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "reason":
 			out.Values[i] = ec._Waiting_reason(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "wakeAt":
 			out.Values[i] = ec._Waiting_wakeAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "tokenDigest":
 			out.Values[i] = ec._Waiting_tokenDigest(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "request":
-			out.Values[i] = ec._Waiting_request(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Waiting_request(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -3251,24 +3258,6 @@ func (ec *executionContext) marshalNDateTime2githubᚗcomᚋflowsnapᚋflowsnap�
 	res := scalar.MarshalDateTime(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "DateTime!")
-	}
-	return res
-}
-
-func (ec *executionContext) unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
-	res, err := scalar.UnmarshalJSON(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, sel ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "JSON!")
-		return graphql.Null
-	}
-	_ = sel
-	res := scalar.MarshalJSON(v)
-	if res == graphql.Null {
-		graphql.AddInvalidNullFromMarshaler(ctx, "JSON!")
 	}
 	return res
 }

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
@@ -51,6 +52,11 @@ func (r *queryResolver) Node(ctx context.Context, id string) (snapshot.Snapshot,
 	return r.Run(ctx, id)
 }
 
+// State is the resolver for the state field.
+func (r *runResolver) State(ctx context.Context, obj *snapshot.Run) (json.RawMessage, error) {
+	return payload(ctx, obj.State)
+}
+
 // Parent is the batch resolver for the parent field.
 func (r *runResolver) Parent(ctx context.Context, objs []*snapshot.Run) ([]snapshot.Snapshot, error) {
 	return plan.Parents(ctx, objs)
@@ -80,6 +86,11 @@ func (r *runEdgeResolver) Node(ctx context.Context, obj *snapshot.Edge) (snapsho
 	return obj.Node.Get()
 }
 
+// Request is the resolver for the request field.
+func (r *waitingResolver) Request(ctx context.Context, obj *snapshot.Waiting) (json.RawMessage, error) {
+	return payload(ctx, obj.Request)
+}
+
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
@@ -92,9 +103,13 @@ func (r *Resolver) RunConnection() RunConnectionResolver { return &runConnection
 // RunEdge returns RunEdgeResolver implementation.
 func (r *Resolver) RunEdge() RunEdgeResolver { return &runEdgeResolver{r} }
 
+// Waiting returns WaitingResolver implementation.
+func (r *Resolver) Waiting() WaitingResolver { return &waitingResolver{r} }
+
 type (
 	queryResolver         struct{ *Resolver }
 	runResolver           struct{ *Resolver }
 	runConnectionResolver struct{ *Resolver }
 	runEdgeResolver       struct{ *Resolver }
+	waitingResolver       struct{ *Resolver }
 )

@@ -32,8 +32,12 @@ func (r *subscriptionResolver) Run(ctx context.Context, id string) (<-chan snaps
 	if err := vocab.CheckID("an id", id); err != nil {
 		return nil, err
 	}
+	var seen absentRun
 	return live.Watch(ctx, func(s *live.Sub) { s.WatchRun(id) }, func(ctx context.Context) (snapshot.Snapshot, int64, bool, error) {
 		snap, err := r.Reader.Run(ctx, id)
+		if err == nil {
+			return seen.event(ctx, r.Reader, snap)
+		}
 		return snap, revisionOf(snap), false, err
 	})
 }
@@ -43,12 +47,19 @@ func (r *subscriptionResolver) Changes(ctx context.Context, since int64, source 
 	if since < 0 {
 		return nil, fault.Errorf(fault.BadUserInput, "since must not be negative, got %d", since)
 	}
+	first := true
 	return live.Watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.ChangeFeed, int64, bool, error) {
 		feed, err := r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: &changesBatch})
 		if err != nil {
 			return nil, 0, false, err
 		}
 		since = feed.NextRevision
+		if !first && len(feed.Changes) == 0 && !feed.HasMore {
+			// Only changes out of the principal's scope: an empty batch
+			// would tell that they happened (docs/contract.md#scopes).
+			return nil, feed.NextRevision, false, live.Unchanged
+		}
+		first = false
 		return feed, feed.NextRevision, feed.HasMore, nil
 	}, fault.SourceChanged)
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"go.opentelemetry.io/otel/trace"
 	"slices"
 	"sync/atomic"
@@ -54,10 +55,12 @@ func WithStream(ctx context.Context, st *Stream) context.Context {
 // Lend offers the stream the context of the next event, which carries rd,
 // not yet opened; a slot already offered and not taken stays. begin, when
 // not nil, is called when the event's read begins, once the wait for a
-// change is over: the event's own time starts there.
-func (st *Stream) Lend(ctx context.Context, rd *snapshot.Read, begin func()) {
+// change is over: the event's own time starts there. rest, when not nil,
+// is called when that read sent nothing (Unchanged), before the stream
+// waits for the next change: the event's time stops until begin again.
+func (st *Stream) Lend(ctx context.Context, rd *snapshot.Read, begin, rest func()) {
 	select {
-	case st.slots <- slot{ctx, rd, begin}:
+	case st.slots <- slot{ctx, rd, begin, rest}:
 	default:
 	}
 }
@@ -89,6 +92,12 @@ func (st *Stream) Sent(revision int64) {
 // one already sent; the SOURCE_CHANGED error event ends the subscription,
 // and the client resyncs.
 //
+// A read that fails with Unchanged sends nothing: its read is restarted
+// and the stream waits for a change newer than the revision it returned,
+// as after an event. A subscription to a run the principal may not see
+// (docs/contract.md#scopes) says so once, and its changes send nothing,
+// not even when they happen.
+//
 // A read that says again is followed at once by the next, without waiting
 // for a change (the change feed reads a burst in batches); a read that
 // fails with a code in final ends the subscription after its error event.
@@ -118,6 +127,7 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 			// Every read of the stream is in a slot taken here: the one
 			// place to keep it from going back in time.
 			sl.rd.AtLeast(st.sent.Load())
+		event:
 			if !now {
 				// Wait for a change newer than what was sent.
 				for {
@@ -147,6 +157,15 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 				sl.begin()
 			}
 			v, rev, again, err := read(sl.ctx)
+			if errors.Is(err, Unchanged) {
+				if sl.rest != nil {
+					sl.rest()
+				}
+				sl.rd.Restart()
+				sl.rd.AtLeast(st.sent.Load())
+				last, now = max(last, rev), false
+				goto event
+			}
 			st.err = err
 			now = again && err == nil
 			if err == nil {
@@ -165,10 +184,15 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 	return out, nil
 }
 
+// Unchanged is what a subscription's read returns when its event would
+// tell the client nothing it may learn: Watch then sends nothing.
+var Unchanged = errors.New("live: nothing new to send")
+
 // slot is an event's context, with the read it carries, not yet open, and
-// what to call when the event begins.
+// what to call when the event begins and when it rests.
 type slot struct {
 	ctx   context.Context
 	rd    *snapshot.Read
 	begin func()
+	rest  func()
 }

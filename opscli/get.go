@@ -248,7 +248,9 @@ func showFailure(w io.Writer, r *gql.OpsGetRunRun, steps []gql.OpsGetRunRunSteps
 			Message *string `json:"message"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(r.State, &state) // a state without an error object has none to show
+	if r.State != nil { // null beside FORBIDDEN for a credential without payloads
+		_ = json.Unmarshal(*r.State, &state) // a state without an error object has none to show
+	}
 	if failed == nil && (r.Status != gql.RunStatusFailed || state.Error == nil) {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/graph/scalar"
 	"github.com/flowsnap/flowsnap/jsonwire"
 	"github.com/flowsnap/flowsnap/snapshot"
@@ -42,7 +43,7 @@ func AnswerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || l == nil {
 		return nil
 	}
-	w := &directWriter{ctx: ctx, oc: oc, l: l}
+	w := &directWriter{ctx: ctx, oc: oc, l: l, payloads: access.FromContext(ctx).Payloads}
 	fields, ok := w.collect(oc.Operation.SelectionSet, w.l.p.implementors["Query"])
 	if !ok {
 		return nil
@@ -99,6 +100,10 @@ type directWriter struct {
 	oc  *graphql.OperationContext
 	l   *loaders
 	b   []byte
+	// payloads says the principal may read payload fields; without, the
+	// executor answers an operation that selects one, with its FORBIDDEN
+	// errors (docs/contract.md#payloads).
+	payloads bool
 	// collected memoises the fields of a selection set on a type: every
 	// element of a list shares its selection.
 	collected map[collectedKey][]graphql.CollectedField
@@ -307,7 +312,7 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 		case "flowName":
 			w.b = jsonwire.AppendQuoted(w.b, r.FlowName)
 		case "state":
-			if r.State == nil {
+			if r.State == nil || !w.payloads {
 				return false
 			}
 			w.b = jsonwire.AppendJSON(w.b, r.State)
@@ -453,6 +458,9 @@ func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool 
 		case "tokenDigest":
 			w.b = appendOptQuoted(w.b, wt.TokenDigest)
 		case "request":
+			if !w.payloads {
+				return false
+			}
 			w.b = jsonwire.AppendJSON(w.b, wt.Request)
 		default:
 			return false

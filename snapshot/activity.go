@@ -57,10 +57,15 @@ func (req ActivityRequest) check() (int, error) {
 // window by bucket and the runs finished in it by status and bucket: one
 // range of an index per count (created_at_ms; status and finished_at_ms;
 // with a flow, the flow's name first), grouped without a sort of the table.
-func activityStatement(d store.Dialect, withFlow bool) string {
+// scope, when set, is a condition of the reading principal's scope
+// (scopeTerms), its placeholders after the flow's.
+func activityStatement(d store.Dialect, withFlow bool, scope ...string) string {
 	flow := ""
 	if withFlow {
 		flow = "\n  AND " + d.FlowNameExpr() + " = $4"
+	}
+	for _, s := range scope {
+		flow += "\n  AND " + s
 	}
 	since, until := d.Bound(1), d.Bound(2)
 	parts := []string{`SELECT 'created' AS k, (created_at_ms - $1) / $3 AS b, count(*) AS n FROM flows_runs
@@ -93,11 +98,23 @@ func (r *Reader) RunActivity(ctx context.Context, req ActivityRequest) ([]Activi
 		if req.FlowName != nil {
 			args = append(args, *req.FlowName)
 		}
+		sf := scopeTerms(q.dialect(), scopeOf(ctx), req.FlowName, func(v any) string {
+			args = append(args, v)
+			return fmt.Sprintf("$%d", len(args))
+		})
+		if sf.none {
+			_, err := q.position()
+			return err
+		}
+		var terms []string
+		if sf.term != "" {
+			terms = append(terms, sf.term)
+		}
 		var (
 			kind string
 			b, c int64
 		)
-		return q.each(activityStatement(q.dialect(), req.FlowName != nil), args, []any{&kind, &b, &c}, "counting run activity", func() error {
+		return q.each(activityStatement(q.dialect(), req.FlowName != nil, terms...), args, []any{&kind, &b, &c}, "counting run activity", func() error {
 			if b < 0 || b >= int64(n) {
 				return fault.Errorf(fault.Internal, "run activity: bucket %d outside 0..%d", b, n-1)
 			}

@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
@@ -60,6 +62,27 @@ ORDER BY revision
 LIMIT $3`
 }
 
+// selectScopedChanges is selectChanges for a principal whose scope is not
+// every run: only the live runs in scope, a tombstone having no flow to
+// check (docs/contract.md#scopes). The walk of the revision range skips
+// the changes out of scope, so a batch may read past more rows than it
+// returns; nextRevision keeps its meaning.
+func selectScopedChanges(d store.Dialect, scope access.Scope, args []any) (string, []any) {
+	term := scopeTerms(d, scope, nil, func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}).term
+	if scope.None() {
+		term = "1 = 0"
+	}
+	return `SELECT c.run_id, c.revision, c.deleted FROM flows_run_changes c
+JOIN flows_runs r ON r.run_id = c.run_id
+WHERE c.revision > ` + d.Bound(1) + ` AND c.revision <= ` + d.Bound(2) + `
+  AND ` + term + `
+ORDER BY c.revision
+LIMIT $3`, args
+}
+
 // Changes reads the run ids whose latest change is after req.Since, in
 // revision order, in the read carried by ctx (or a read of its own). Run ids
 // appear once each, at their latest revision, deleted ones included. It
@@ -92,7 +115,11 @@ func (q *querier) changes(req ChangesRequest, size int) (*ChangeFeed, error) {
 	if req.Since > pos.Revision {
 		return nil, fault.Errorf(fault.SourceChanged, "since %d is beyond this store's revision %d: the store was replaced or restored, resync from revision 0", req.Since, pos.Revision)
 	}
-	rows, err := q.query(selectChanges(q.dialect()), req.Since, pos.Revision, size+1)
+	sql, args := selectChanges(q.dialect()), []any{req.Since, pos.Revision, size + 1}
+	if scope := scopeOf(q.ctx); !scope.All {
+		sql, args = selectScopedChanges(q.dialect(), scope, args)
+	}
+	rows, err := q.query(sql, args...)
 	if err != nil {
 		return nil, persistence(err, "reading changes")
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/fault"
 )
 
@@ -61,8 +62,11 @@ func (f RunFilter) countKey() string {
 }
 
 // ScanOf returns what a list of f in order o (or, with count set, a count
-// of f) walks.
-func ScanOf(f RunFilter, o RunOrder, count bool) Scan {
+// of f) walks, for a principal of scope (docs/contract.md#scopes; none
+// given: every run). A scope of a few exact names makes a branch of each
+// name, served by the flow name indexes; any other scope is a condition
+// checked row by row.
+func ScanOf(f RunFilter, o RunOrder, count bool, scope ...access.Scope) Scan {
 	f = f.canonical()
 	k := o.key()
 	if count {
@@ -97,6 +101,21 @@ func ScanOf(f RunFilter, o RunOrder, count bool) Scan {
 	} else {
 		residual = residual || finished
 	}
+	if len(scope) > 0 {
+		switch scopeOfFilter(scope[0], f, s.Branches) {
+		case scopeBranches:
+			s.Branches *= len(scope[0].Exact)
+			eq = append(eq, "flowName")
+		case scopeExpand:
+			// Costed as the most branches its flow names may make;
+			// prefixes that cover more names are checked row by row,
+			// bounded by the statement timeout.
+			s.Branches = MaxBranches
+			eq = append(eq, "flowName")
+		case scopeShared:
+			residual = true
+		}
+	}
 	sort.Strings(eq)
 	s.Served = !residual && slices.Contains(servedBy[k.column], strings.Join(eq, ","))
 	return s
@@ -111,9 +130,10 @@ func (s Scan) check() error {
 }
 
 // ListCost is what a page of first runs of filter f in order o costs,
-// each run's selection costing child.
-func (r *Reader) ListCost(f RunFilter, o RunOrder, first, child int) int {
-	s := ScanOf(f, o, false)
+// each run's selection costing child, for a principal of scope (none
+// given: every run).
+func (r *Reader) ListCost(f RunFilter, o RunOrder, first, child int, scope ...access.Scope) int {
+	s := ScanOf(f, o, false, scope...)
 	// The rows returned are the page's own cost; the other branches'
 	// pages are read and merged too.
 	extra := int64(s.Branches-1) * int64(first+1)
@@ -123,9 +143,10 @@ func (r *Reader) ListCost(f RunFilter, o RunOrder, first, child int) int {
 	return clampCost(1 + int64(first)*int64(child) + extra/EntriesPerRun)
 }
 
-// CountCost is what a count of filter f up to upTo costs.
-func (r *Reader) CountCost(f RunFilter, upTo int64) int {
-	s := ScanOf(f, "", true)
+// CountCost is what a count of filter f up to upTo costs, for a principal
+// of scope (none given: every run).
+func (r *Reader) CountCost(f RunFilter, upTo int64, scope ...access.Scope) int {
+	s := ScanOf(f, "", true, scope...)
 	visited := int64(s.Branches) * upTo
 	if !s.Served {
 		visited = int64(s.Branches) * max(r.RunEstimate(), upTo)

@@ -27,16 +27,27 @@ const runColumns = `q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL 
 	r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
 	r.state_json, r.parent_run_id, r.execution_parent_id, r.lineage_id, r.round_ordinal,
 	r.cancel_requested_at_ms, r.cancel_acknowledgement_json,
-	r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token, r.waiting_request,
+	r.waiting_reason, r.waiting_wake_at_ms, ` + sqliteTokenColumns + `, r.waiting_request,
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END`
 
+// sqliteTokenColumns are the waiting token's columns in runColumns as
+// SQLite reads them, which runsIn replaces with those of the statement's
+// dialect (store.Dialect.WaitingTokenColumns): on PostgreSQL the digest,
+// so that serve needs no privilege on the token (docs/contract.md#least-privilege).
+const sqliteTokenColumns = `r.waiting_token, NULL`
+
+// runsIn returns a statement of runColumns in dialect d.
+func runsIn(d store.Dialect, sql string) string {
+	return strings.Replace(sql, sqliteTokenColumns, d.WaitingTokenColumns(), 1)
+}
+
 func selectRuns(d store.Dialect) string {
-	return `WITH q(id) AS (` + d.TextList(1) + `)
-SELECT ` + runColumns + `
+	return runsIn(d, `WITH q(id) AS (`+d.TextList(1)+`)
+SELECT `+runColumns+`
 FROM q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
-LEFT JOIN flows_runs r ON r.run_id = q.id`
+LEFT JOIN flows_runs r ON r.run_id = q.id`)
 }
 
 // rawRun holds a run's columns as the driver returned them. Every column is
@@ -55,7 +66,10 @@ type rawRun struct {
 	state, parentRunID, executionParentID, lineage, ordinal  any
 	cancelRequested, cancelAck                               any
 	waitingReason, waitingWake, waitingToken, waitingRequest any
-	edgeParent                                               any
+	// waitingDigest is the token's digest where the store keeps it
+	// (PostgreSQL), waitingToken then NULL.
+	waitingDigest any
+	edgeParent    any
 }
 
 // revisionDest returns the scan destinations of a change row
@@ -78,15 +92,15 @@ func (w *rawRun) dest() []any {
 		&w.ordinal, &w.cancelRequested, &w.waitingWake)
 	t := store.TextDests(&w.idText, &w.status, &w.ownerHost, &w.ownerNonce, &w.claimHost, &w.claimNonce,
 		&w.state, &w.parentRunID, &w.executionParentID, &w.lineage, &w.cancelAck,
-		&w.waitingReason, &w.waitingToken, &w.waitingRequest, &w.edgeParent)
+		&w.waitingReason, &w.waitingToken, &w.waitingDigest, &w.waitingRequest, &w.edgeParent)
 	return []any{t[0], n[0], n[1], &w.runID, t[1],
 		n[2], n[3], n[4],
 		t[2], n[5], t[3], n[6],
 		t[4], n[7], t[5], n[8],
 		t[6], t[7], t[8], t[9], n[9],
 		n[10], t[10],
-		t[11], n[11], t[12], t[13],
-		t[14]}
+		t[11], n[11], t[12], t[13], t[14],
+		t[15]}
 }
 
 // rowID returns a copy of the row's id.
@@ -389,13 +403,19 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 
 	// 5. waiting.
 	if w.waitingReason == nil {
-		if w.waitingWake != nil || w.waitingToken != nil || w.waitingRequest != nil {
+		if w.waitingWake != nil || w.waitingToken != nil || w.waitingDigest != nil || w.waitingRequest != nil {
 			d.fail("it has waiting details without a waiting reason")
 		}
 	} else {
 		reason := d.text("waiting_reason", w.waitingReason)
 		wt := &Waiting{Kind: vocab.KindOf(reason), Reason: reason, WakeAt: d.optMillisIn("waiting_wake_at_ms", w.waitingWake, &box.wake)}
-		if w.waitingToken != nil {
+		if w.waitingDigest != nil {
+			digest, ok := toText(w.waitingDigest)
+			if !ok || len(digest) != 2*sha256.Size || !isLowerHex(digest) {
+				d.fail("column waiting_token_digest is not a lowercase hex SHA-256")
+			}
+			wt.TokenDigest = &digest
+		} else if w.waitingToken != nil {
 			token, ok := toBytes(w.waitingToken)
 			if !ok {
 				d.fail("column waiting_token is not text")

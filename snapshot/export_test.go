@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/store"
 )
@@ -17,7 +18,7 @@ func ListSQL(d store.Dialect, req ListRequest, after *cursor.Cursor) (string, []
 	}
 	l := f.where(d)
 	size, _ := pageSize(req.First)
-	return listStatement(l.keyset(req.Order.key(), after, size+1)), l.args
+	return runsIn(d, listStatement(l.keyset(req.Order.key(), after, size+1))), l.args
 }
 
 // ListDigest is the anchor of the list cursors of req.
@@ -87,7 +88,8 @@ func CountSQL(d store.Dialect, filter RunFilter, upTo int) (string, []any) {
 // StatsSQL returns the statement and arguments RunStats counts filter with.
 func StatsSQL(d store.Dialect, filter RunFilter, upTo int64) (string, []any) {
 	f := filter.canonical()
-	return statsSQL(d, f, StatsStatuses(f.Status), upTo)
+	sql, args, _ := statsSQL(d, f, StatsStatuses(f.Status), upTo, access.Everyone.Scope())
+	return sql, args
 }
 
 // FlowsSQL returns the statement and arguments of a page of Flows.
@@ -102,6 +104,20 @@ func FlowsCursor(source, prefix, last string) string {
 
 // PrefixEnd is prefixEnd, for its tests.
 var PrefixEnd = prefixEnd
+
+// ScopedListSQL is ListSQL at the start of the list, for a principal of
+// scope s, whose prefixes are taken as they are (querier.expand turns them
+// into names first when it can: pass the names to see that statement).
+func ScopedListSQL(d store.Dialect, req ListRequest, s access.Scope) (string, []any) {
+	f := req.Filter.canonical()
+	if req.Order == "" {
+		req.Order = NewestFirst
+	}
+	l := f.where(d)
+	l.scoped(s, f)
+	size, _ := pageSize(req.First)
+	return runsIn(d, listStatement(l.keyset(req.Order.key(), nil, size+1))), l.args
+}
 
 // RunsSQL returns the statement and arguments Runs reads ids with.
 func RunsSQL(d store.Dialect, ids []string) (string, []any) {

@@ -2,10 +2,12 @@ package snapshot_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
@@ -97,6 +99,40 @@ func TestTheScanOfAFilterSaysWhetherItsIndexServesIt(t *testing.T) {
 		{name: "two statuses and three kinds", f: snapshot.RunFilter{Status: []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, WaitingKind: []vocab.WaitingKind{"timer", "signal", "other"}}, branches: 6, served: false},
 	} {
 		got := snapshot.ScanOf(c.f, c.o, c.count)
+		if got.Branches != c.branches || got.Served != c.served {
+			t.Errorf("%s: %+v, want %d branches, served %v", c.name, got, c.branches, c.served)
+		}
+	}
+}
+
+func TestTheScanOfAScopedFilter(t *testing.T) {
+	flow, other := "ops", "billing-x"
+	completed := []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}
+	scope := func(flows ...string) access.Scope { return (&access.Principal{Flows: flows}).Scope() }
+	many := make([]string, 9)
+	prefixes := make([]string, 9)
+	for i := range many {
+		many[i] = fmt.Sprintf("flow-%d", i)
+		prefixes[i] = many[i] + "-*"
+	}
+	for _, c := range []struct {
+		name     string
+		f        snapshot.RunFilter
+		s        access.Scope
+		branches int
+		served   bool
+	}{
+		{name: "every run", s: scope("*"), branches: 1, served: true},
+		{name: "two names: a branch each on the flow index", s: scope("ops", "audit"), branches: 2, served: true},
+		{name: "two names and two statuses", f: snapshot.RunFilter{Status: completed}, s: scope("ops", "audit"), branches: 4, served: true},
+		{name: "names past the branch bound: a condition", f: snapshot.RunFilter{Status: completed}, s: scope(many...), branches: 2, served: false},
+		{name: "a prefix: costed as the most names it may expand to", s: scope("billing-*"), branches: snapshot.MaxBranches, served: true},
+		{name: "prefixes past the branch bound: a condition", f: snapshot.RunFilter{Status: completed}, s: scope(prefixes...), branches: 2, served: false},
+		{name: "a flow filter in scope: nothing more", f: snapshot.RunFilter{FlowName: &flow}, s: scope("ops", "audit"), branches: 1, served: true},
+		{name: "a flow filter out of scope: nothing to walk", f: snapshot.RunFilter{FlowName: &other}, s: scope("ops"), branches: 1, served: true},
+		{name: "a parent and names: a condition beside the parent's", f: snapshot.RunFilter{ParentRunID: &flow}, s: scope("ops"), branches: 1, served: false},
+	} {
+		got := snapshot.ScanOf(c.f, snapshot.NewestFirst, false, c.s)
 		if got.Branches != c.branches || got.Served != c.served {
 			t.Errorf("%s: %+v, want %d branches, served %v", c.name, got, c.branches, c.served)
 		}

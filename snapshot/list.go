@@ -368,7 +368,8 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 	if err := ScanOf(f, req.Order, false).check(); err != nil {
 		return nil, err
 	}
-	anchor := digest(f, req.Order)
+	scope := scopeOf(ctx)
+	anchor := scopedAnchor(digest(f, req.Order), scope.Key())
 	var page *Page
 	err = r.with(ctx, func(q *querier) error {
 		var after *cursor.Cursor
@@ -391,7 +392,14 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 			return nil
 		}
 		l := f.where(q.dialect())
-		return q.listPage(page, listStatement(l.keyset(req.Order.key(), after, size+1)), l.args, size, anchor, req.Order)
+		scope, err := q.expand(scope, f, len(l.branches))
+		if err != nil {
+			return err
+		}
+		if !l.scoped(scope, f) {
+			return nil
+		}
+		return q.listPage(page, runsIn(q.dialect(), listStatement(l.keyset(req.Order.key(), after, size+1))), l.args, size, anchor, req.Order)
 	})
 	return page, err
 }
@@ -404,6 +412,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 	defer rows.Close()
 	var ord int64
 	var raw rawRun
+	scope := scopeOf(q.ctx)
 	dest := append([]any{&ord}, raw.dest()...)
 	for rows.Next() {
 		raw = rawRun{}
@@ -412,6 +421,7 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 		}
 		raw.id = raw.rowID()
 		snap, err := raw.decode(q.pos())
+		snap, err = show(scope, snap, err)
 		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
 		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
 	}
@@ -456,6 +466,13 @@ func (r *Reader) CountRuns(ctx context.Context, filter RunFilter, upTo int64) (R
 			return nil
 		}
 		l := f.where(q.dialect())
+		scope, err := q.expand(scopeOf(ctx), f, len(l.branches))
+		if err != nil {
+			return err
+		}
+		if !l.scoped(scope, f) {
+			return nil
+		}
 		var n int64
 		sql := "SELECT count(*) FROM (" + l.countSelect(f.countKey(), int(upTo)+1) + ") AS k"
 		if err := q.eachOf(q.limited, sql, l.args, []any{&n}, "counting runs", func() error { return nil }); err != nil {

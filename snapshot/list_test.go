@@ -491,7 +491,7 @@ func wantIndexRange(t *testing.T, f *fixture, sql string, args []any, index stri
 // the joins that read a whole table are
 // priced out so that the plan shows whether an index can serve the list at
 // all (on a small table the planner rightly prefers a scan).
-func explain(t *testing.T, f *fixture, sql string, args []any) string {
+func explain(t testing.TB, f *fixture, sql string, args []any) string {
 	t.Helper()
 	ctx := context.Background()
 	if f.d == store.SQLite {

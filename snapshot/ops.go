@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store"
@@ -51,7 +52,17 @@ func (r *Reader) RunStats(ctx context.Context, filter RunFilter, upTo int64) ([]
 			_, err := q.position()
 			return err
 		}
-		sql, args := statsSQL(q.dialect(), f, counted, upTo)
+		// Each status is a count of its own, of the branches of the
+		// filter's waiting kinds.
+		scope, err := q.expand(scopeOf(ctx), f, max(1, len(f.WaitingKind)))
+		if err != nil {
+			return err
+		}
+		sql, args, ok := statsSQL(q.dialect(), f, counted, upTo, scope)
+		if !ok {
+			_, err := q.position()
+			return err
+		}
 		n := make([]int64, len(counted))
 		dest := make([]any, len(n))
 		for i := range n {
@@ -90,9 +101,13 @@ func StatsStatuses(list []vocab.Status) []vocab.Status {
 
 // statsSQL is the statement of RunStats: a column per status, each the
 // count of a keyset bounded to upTo+1 entries, as CountRuns reads it.
-func statsSQL(d store.Dialect, f RunFilter, statuses []vocab.Status, upTo int64) (string, []any) {
+// ok is false when nothing in scope can match.
+func statsSQL(d store.Dialect, f RunFilter, statuses []vocab.Status, upTo int64, scope access.Scope) (string, []any, bool) {
 	f.Status = nil
 	l := f.where(d)
+	if !l.scoped(scope, f) {
+		return "", nil, false
+	}
 	base := l.branches
 	cols := make([]string, len(statuses))
 	for i, s := range statuses {
@@ -103,7 +118,7 @@ func statsSQL(d store.Dialect, f RunFilter, statuses []vocab.Status, upTo int64)
 		}
 		cols[i] = fmt.Sprintf("(SELECT count(*) FROM (%s) AS k%d) AS n%d", l.countSelect(f.countKey(), int(upTo)+1), i, i)
 	}
-	return "SELECT " + strings.Join(cols, ",\n"), l.args
+	return "SELECT " + strings.Join(cols, ",\n"), l.args, true
 }
 
 // FlowPage is one page of distinct flow names.
@@ -144,7 +159,8 @@ func (r *Reader) Flows(ctx context.Context, req FlowsRequest) (*FlowPage, error)
 	if !utf8.ValidString(prefix) || strings.ContainsRune(prefix, 0) {
 		return nil, fault.Errorf(fault.BadUserInput, "prefix must be valid UTF-8 without NUL")
 	}
-	anchor := flowsDigest(prefix)
+	scope := scopeOf(ctx)
+	anchor := scopedAnchor(flowsDigest(prefix), scope.Key())
 	var page *FlowPage
 	err = r.with(ctx, func(q *querier) error {
 		pos, err := q.position()
@@ -162,13 +178,11 @@ func (r *Reader) Flows(ctx context.Context, req FlowsRequest) (*FlowPage, error)
 			}
 			after = &c.Last
 		}
-		sql, args := flowsSQL(q.dialect(), prefix, after, size+1)
 		page = &FlowPage{Nodes: []string{}}
-		var name string
-		if err := q.each(sql, args, []any{&name}, "listing flows", func() error {
-			page.Nodes = append(page.Nodes, name)
+		if scope.None() {
 			return nil
-		}); err != nil {
+		}
+		if page.Nodes, err = q.flowNames(prefix, after, size+1, scope); err != nil {
 			return err
 		}
 		if len(page.Nodes) > size {

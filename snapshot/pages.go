@@ -130,7 +130,7 @@ func (r *Reader) RunsAndPages(ctx context.Context, ids []string, reqs []RunPageR
 	}
 	var runs *idRuns
 	if len(ids) > 0 {
-		runs = newIDRuns(ids)
+		runs = newIDRuns(ids, scopeOf(ctx))
 	}
 	pages, err := r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, runs)
 	if err != nil || runs == nil {
@@ -148,6 +148,7 @@ func (r *Reader) RunsAndPages(ctx context.Context, ids []string, reqs []RunPageR
 func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest, ids *idRuns) ([]Result[*Page], error) {
 	var raw rawRun
 	var byID *pageIDs
+	scope := scopeOf(ctx)
 	if ids != nil && len(ids.distinct) > 0 {
 		byID = &pageIDs{ids: ids.distinct, row: func(pos Position) error {
 			_, err := ids.place(&raw, pos)
@@ -159,6 +160,7 @@ func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs [
 			// The keyset's id is the run's.
 			raw.id = id
 			snap, err := raw.decode(pos)
+			snap, err = show(scope, snap, err)
 			return Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
 		},
 		func(req PageRequest, edges []Edge, info PageInfo) *Page {
@@ -381,7 +383,7 @@ func (l pageList) sql(d store.Dialect, wants []pageWant) (string, []any) {
 // cols and statement, and its arguments; with ids, also the rows of those
 // ids, as page -1 (see pageIDs), which takes the statement of runPages.
 func pagesSQL(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
-	return statement(pagesUnion(d, wants, ids != nil)), pagesArgs(d, wants, ids)
+	return runsIn(d, statement(pagesUnion(d, wants, ids != nil))), pagesArgs(d, wants, ids)
 }
 
 // pagesUnion is keysetUnion with, when byID, the ids bound after the

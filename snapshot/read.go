@@ -183,6 +183,18 @@ func (rd *Read) End() {
 	}
 }
 
+// Restart ends the read, as End does, and makes it new: the next read
+// through it opens a transaction of its own, at a position at or after the
+// least revision asked for (AtLeast). A subscription whose event turned
+// out to say nothing new reads the next one through it.
+func (rd *Read) Restart() {
+	rd.End()
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	rd.tx, rd.opened, rd.pos, rd.err, rd.ended, rd.statements = nil, time.Time{}, Position{}, nil, false, 0
+	rd.ranAlone, rd.endNext, rd.endedWith, rd.broken = false, false, false, nil
+}
+
 // RanAlone reports whether the read's one statement ran alone, outside a
 // transaction (see Alone).
 func (rd *Read) RanAlone() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/fault"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
@@ -42,7 +43,7 @@ func (r *Reader) Run(ctx context.Context, id string) (Snapshot, error) {
 // runs reads ids in one statement, or, when the reader's run cache holds
 // most of them, their revisions and then only the rows that changed.
 func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
-	b := newIDRuns(ids)
+	b := newIDRuns(ids, scopeOf(q.ctx))
 	if len(b.distinct) == 0 {
 		return b.out, nil
 	}
@@ -59,7 +60,7 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	cache := q.cache(todo)
 	if cache != nil {
 		var err error
-		if todo, err = q.cachedRuns(cache, ids, b.first, b.distinct, b.out); err != nil {
+		if todo, err = q.cachedRuns(cache, ids, b.first, b.distinct, b.out, b.scope); err != nil {
 			return nil, err
 		}
 	}
@@ -83,12 +84,14 @@ type idRuns struct {
 	repeats  bool
 	// placed counts the rows placed.
 	placed int
+	// scope is what the reading principal may see (see show).
+	scope access.Scope
 }
 
 // newIDRuns checks ids: a malformed one's Result is its error, and the
 // others are distinct's, each once.
-func newIDRuns(ids []string) *idRuns {
-	b := &idRuns{ids: ids, out: make([]Result[Snapshot], len(ids)), first: make(map[string]int, len(ids)), distinct: make([]string, 0, len(ids))}
+func newIDRuns(ids []string, scope access.Scope) *idRuns {
+	b := &idRuns{ids: ids, out: make([]Result[Snapshot], len(ids)), first: make(map[string]int, len(ids)), distinct: make([]string, 0, len(ids)), scope: scope}
 	for i, id := range ids {
 		if err := vocab.CheckID("an id", id); err != nil {
 			b.out[i].Err = err
@@ -113,9 +116,11 @@ func (b *idRuns) place(raw *rawRun, pos Position) (*Run, error) {
 		return nil, err
 	}
 	raw.id = b.ids[i]
-	b.out[i].Value, b.out[i].Err = raw.decode(pos)
+	snap, err := raw.decode(pos)
+	b.out[i].Value, b.out[i].Err = show(b.scope, snap, err)
 	b.placed++
-	run, _ := b.out[i].Value.(*Run)
+	// The run as decoded, in scope or not, is what the run cache keeps.
+	run, _ := snap.(*Run)
 	return run, nil
 }
 
@@ -152,7 +157,7 @@ func (q *querier) cache(distinct []string) *runCache {
 // cachedRuns reads the revisions of distinct and places in out each run the
 // cache holds at its revision, and each id without a run's row; it returns
 // the ids it did not place.
-func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, distinct []string, out []Result[Snapshot]) ([]string, error) {
+func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, distinct []string, out []Result[Snapshot], scope access.Scope) ([]string, error) {
 	var raw rawRun
 	var misses []string
 	read := 0
@@ -163,7 +168,7 @@ func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, di
 		}
 		read++
 		if res, ok := c.fromRevision(&raw, ids[i], q.pos()); ok {
-			out[i] = res
+			out[i] = showResult(scope, res)
 		} else {
 			misses = append(misses, ids[i])
 		}
@@ -212,7 +217,7 @@ func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, e
 	if !ok {
 		return false, nil
 	}
-	out[i] = res
+	out[i] = showResult(scopeOf(q.ctx), res)
 	// The statement run alone was the read's: what openAlone and
 	// aloneRows.Scan record of one.
 	rd.statements++

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/flowsnap/flowsnap/access"
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/vocab"
@@ -53,12 +54,29 @@ func TestAssembledSQL(t *testing.T) {
 		since, flow := Millis(1000), "billing"
 		finished := RunFilter{FinishedAfter: &since, FlowName: &flow}
 		l := finished.where(d)
-		sql = listStatement(l.keyset(FinishedNewestFirst.key(), &cursor.Cursor{Ordinal: 5000, Last: "r"}, 11))
+		sql = runsIn(d, listStatement(l.keyset(FinishedNewestFirst.key(), &cursor.Cursor{Ordinal: 5000, Last: "r"}, 11)))
 		statements = append(statements, struct{ name, sql string }{"list_finished", fmt.Sprintf("%s\n-- arguments: %v", sql, l.args)})
-		sql, args = statsSQL(d, finished, []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, 100)
+		sql, args, _ = statsSQL(d, finished, []vocab.Status{vocab.StatusCompleted, vocab.StatusFailed}, 100, access.Everyone.Scope())
 		statements = append(statements, struct{ name, sql string }{"run_stats", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
 		sql, args = flowsSQL(d, "bill", &flow, 101)
 		statements = append(statements, struct{ name, sql string }{"flows", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
+		// The scope of a principal (docs/contract.md#scopes): exact names
+		// as a branch each, prefixes as ranges every branch shares, in
+		// lists, stats and the change feed. (Flows reads the ranges of a
+		// scope one by one, each with the statement of "flows".)
+		names := (&access.Principal{Flows: []string{"ops", "audit"}}).Scope()
+		mixedScope := (&access.Principal{Flows: []string{"billing-*", "ops", "audit"}}).Scope()
+		failed := RunFilter{Status: []vocab.Status{vocab.StatusFailed}}
+		for name, s := range map[string]access.Scope{"names": names, "prefix": mixedScope} {
+			l = failed.where(d)
+			l.scoped(s, failed)
+			sql = runsIn(d, listStatement(l.keyset(NewestFirst.key(), nil, 101)))
+			statements = append(statements, struct{ name, sql string }{"list_scoped_" + name, fmt.Sprintf("%s\n-- arguments: %v", sql, l.args)})
+		}
+		sql, args, _ = statsSQL(d, RunFilter{}, vocab.Statuses[:2], 100, mixedScope)
+		statements = append(statements, struct{ name, sql string }{"run_stats_scoped", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
+		sql, args = selectScopedChanges(d, mixedScope, []any{int64(10), int64(20), 101})
+		statements = append(statements, struct{ name, sql string }{"changes_scoped", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
 		for _, s := range statements {
 			t.Run(string(d)+"/"+s.name, func(t *testing.T) {
 				path := filepath.Join("testdata", "sql", string(d), s.name+".sql")

@@ -169,4 +169,6 @@ var inventoryRows = []Object{
 		Why: "Lets flows skip from one distinct flow name to the next, in code-point order in both dialects (PostgreSQL's under collation \"C\", whatever the database's), so listing the names never scans the runs."},
 	{Name: "flows_steps_waiting_timeouts", Kind: KindIndex, Table: "flows_steps", Since: 4, Dialects: BothDialects,
 		Why: "Holds the wait steps still waiting, by timeout, so the workflow metrics count the overdue ones without reading the journal's history."},
+	{Name: "flows_token_digest", Kind: KindFunction, Since: 5, Dialects: PostgresOnly,
+		Why: "Computes the lowercase hex SHA-256 of a waiting token for the generated column waiting_token_digest, so that a role may read the digest the API shows without any privilege on the token itself."},
 }

@@ -47,6 +47,24 @@ const opsRung = "ops indexes: runs by finish time, overall, by status and by flo
 // records: the index the workflow metrics count overdue waits with.
 const statsRung = "stats indexes: wait steps still waiting, by timeout"
 
+// tokenDigestRung is the name schema version 5
+// (migrations/<dialect>/005_token_digest.sql) records: on PostgreSQL,
+// flows_runs.waiting_token_digest, a generated column, so that serve reads
+// the token's digest without reading the token.
+const tokenDigestRung = "token digest: the waiting token's digest in a column of its own"
+
+// WaitingTokenColumns are the two columns a run read selects of its waiting
+// token, from flows_runs as alias r: the token and its digest, one of them
+// NULL. PostgreSQL keeps the digest (schema version 5), so a role without
+// SELECT on waiting_token can serve; SQLite has neither roles nor SHA-256,
+// and its reader hashes the token.
+func (d Dialect) WaitingTokenColumns() string {
+	if d == Postgres {
+		return `NULL, r.waiting_token_digest`
+	}
+	return `r.waiting_token, NULL`
+}
+
 // FlowNameKeyExpr is the expression distinct flow names are read through,
 // in dialect d: the flow name in code-point order, as
 // flows_runs_flow_names indexes it (under collation "C" on PostgreSQL;

@@ -13,7 +13,7 @@ import (
 // SchemaVersion is the version of the engine-store schema this flowsnap
 // creates and serves. A store records the versions applied to it in
 // flows_schema_version; its version is the highest one.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // The kinds of error Check and Migrate return when a database is not a store
 // they can use. The errors themselves name the database and say what to do;
@@ -62,6 +62,7 @@ var migrations = []migration{
 	{version: 2, name: listingRung},
 	{version: 3, name: opsRung},
 	{version: 4, name: statsRung},
+	{version: 5, name: tokenDigestRung},
 }
 
 // createSource gives a new store its identity: 128 random bits, so that two

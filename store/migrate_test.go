@@ -261,7 +261,7 @@ func TestAVersion1StoreUpgrades(t *testing.T) {
 		}
 		var rung []store.Object
 		for _, o := range store.Inventory() {
-			if o.Since >= 2 {
+			if o.Since >= 2 && o.In(d) {
 				rung = append(rung, o)
 				if catalog[store.CatalogKey(o.Kind, o.Name)] {
 					t.Errorf("a version 1 store already has %s %s", o.Kind, o.Name)

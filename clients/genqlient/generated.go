@@ -606,7 +606,7 @@ func (v *ListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetFlowName() string 
 }
 
 // GetState returns ListRunsListRunsRunConnectionEdgesRunEdgeNodeRun.State, and is useful for accessing the field via an interface.
-func (v *ListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetState() json.RawMessage {
+func (v *ListRunsListRunsRunConnectionEdgesRunEdgeNodeRun) GetState() *json.RawMessage {
 	return v.RunFields.State
 }
 
@@ -681,7 +681,7 @@ type __premarshalListRunsListRunsRunConnectionEdgesRunEdgeNodeRun struct {
 
 	FlowName string `json:"flowName"`
 
-	State json.RawMessage `json:"state"`
+	State *json.RawMessage `json:"state"`
 
 	CreatedAt time.Time `json:"createdAt"`
 
@@ -1484,8 +1484,10 @@ func (v *OpsGetRunResponse) __premarshalJSON() (*__premarshalOpsGetRunResponse, 
 type OpsGetRunRun struct {
 	Typename *string `json:"__typename"`
 	OpsRun   `json:"-"`
-	// The run's state as the engine stores it, a JSON object with at least flowName.
-	State json.RawMessage `json:"state"`
+	// The run's state as the engine stores it, a JSON object with at least
+	// flowName. A payload: null beside a FORBIDDEN error for a principal that
+	// may not read payloads.
+	State *json.RawMessage `json:"state"`
 	// The step the run is blocked on: of its unresolved steps (a run step that is
 	// PENDING, RUNNING or RETRYING, a sleep or wait step that is WAITING), the
 	// latest by (createdAt, id). With nested steps the innermost unresolved step
@@ -1507,7 +1509,7 @@ type OpsGetRunRun struct {
 func (v *OpsGetRunRun) GetTypename() *string { return v.Typename }
 
 // GetState returns OpsGetRunRun.State, and is useful for accessing the field via an interface.
-func (v *OpsGetRunRun) GetState() json.RawMessage { return v.State }
+func (v *OpsGetRunRun) GetState() *json.RawMessage { return v.State }
 
 // GetCurrentStep returns OpsGetRunRun.CurrentStep, and is useful for accessing the field via an interface.
 func (v *OpsGetRunRun) GetCurrentStep() *OpsGetRunRunCurrentStep { return v.CurrentStep }
@@ -1603,7 +1605,7 @@ func (v *OpsGetRunRun) UnmarshalJSON(b []byte) error {
 type __premarshalOpsGetRunRun struct {
 	Typename *string `json:"__typename"`
 
-	State json.RawMessage `json:"state"`
+	State *json.RawMessage `json:"state"`
 
 	CurrentStep json.RawMessage `json:"currentStep"`
 
@@ -2283,9 +2285,9 @@ type OpsGetRunRunStepsStepConnectionNodesRunStepAttemptsAttempt struct {
 	StartedAt time.Time `json:"startedAt"`
 	// When the attempt succeeded or failed; null while STARTED.
 	EndedAt *time.Time `json:"endedAt"`
-	// The kind of error a FAILED attempt raised, when the engine recorded one.
+	// The kind of error a FAILED attempt raised, when the engine recorded one. A payload: null beside FORBIDDEN for a principal that may not read payloads.
 	ErrorName *string `json:"errorName"`
-	// The error of a FAILED attempt; set exactly when it failed.
+	// The error of a FAILED attempt; set exactly when it failed. A payload: null beside FORBIDDEN for a principal that may not read payloads.
 	ErrorMessage *string `json:"errorMessage"`
 }
 
@@ -3670,11 +3672,13 @@ type RunFields struct {
 	Status   RunStatus `json:"status"`
 	// The flow this run executes (state.flowName).
 	FlowName string `json:"flowName"`
-	// The run's state as the engine stores it, a JSON object with at least flowName.
-	State      json.RawMessage `json:"state"`
-	CreatedAt  time.Time       `json:"createdAt"`
-	StartedAt  *time.Time      `json:"startedAt"`
-	FinishedAt *time.Time      `json:"finishedAt"`
+	// The run's state as the engine stores it, a JSON object with at least
+	// flowName. A payload: null beside a FORBIDDEN error for a principal that
+	// may not read payloads.
+	State      *json.RawMessage `json:"state"`
+	CreatedAt  time.Time        `json:"createdAt"`
+	StartedAt  *time.Time       `json:"startedAt"`
+	FinishedAt *time.Time       `json:"finishedAt"`
 	// The run that spawned this one directly, or the previous round of a trampoline.
 	ParentRunId *string `json:"parentRunId"`
 	// Which round of its lineage this run is; 0 for the first.
@@ -3698,7 +3702,7 @@ func (v *RunFields) GetStatus() RunStatus { return v.Status }
 func (v *RunFields) GetFlowName() string { return v.FlowName }
 
 // GetState returns RunFields.State, and is useful for accessing the field via an interface.
-func (v *RunFields) GetState() json.RawMessage { return v.State }
+func (v *RunFields) GetState() *json.RawMessage { return v.State }
 
 // GetCreatedAt returns RunFields.CreatedAt, and is useful for accessing the field via an interface.
 func (v *RunFields) GetCreatedAt() time.Time { return v.CreatedAt }
@@ -3741,8 +3745,9 @@ func (v *RunFieldsOwner) GetPid() int64 { return v.Pid }
 //
 // What a suspended run waits for.
 type RunFieldsWaiting struct {
-	Kind    WaitingKind      `json:"kind"`
-	WakeAt  *time.Time       `json:"wakeAt"`
+	Kind   WaitingKind `json:"kind"`
+	WakeAt *time.Time  `json:"wakeAt"`
+	// What the run asked for when it began to wait (JSON). A payload: null beside FORBIDDEN for a principal that may not read payloads.
 	Request *json.RawMessage `json:"request"`
 }
 
@@ -3976,7 +3981,7 @@ func (v *RunWithChildrenRun) GetStatus() RunStatus { return v.RunFields.Status }
 func (v *RunWithChildrenRun) GetFlowName() string { return v.RunFields.FlowName }
 
 // GetState returns RunWithChildrenRun.State, and is useful for accessing the field via an interface.
-func (v *RunWithChildrenRun) GetState() json.RawMessage { return v.RunFields.State }
+func (v *RunWithChildrenRun) GetState() *json.RawMessage { return v.RunFields.State }
 
 // GetCreatedAt returns RunWithChildrenRun.CreatedAt, and is useful for accessing the field via an interface.
 func (v *RunWithChildrenRun) GetCreatedAt() time.Time { return v.RunFields.CreatedAt }
@@ -4037,7 +4042,7 @@ type __premarshalRunWithChildrenRun struct {
 
 	FlowName string `json:"flowName"`
 
-	State json.RawMessage `json:"state"`
+	State *json.RawMessage `json:"state"`
 
 	CreatedAt time.Time `json:"createdAt"`
 
@@ -4308,7 +4313,7 @@ func (v *RunWithChildrenRunChildrenRunConnectionEdgesRunEdgeNodeRun) GetFlowName
 }
 
 // GetState returns RunWithChildrenRunChildrenRunConnectionEdgesRunEdgeNodeRun.State, and is useful for accessing the field via an interface.
-func (v *RunWithChildrenRunChildrenRunConnectionEdgesRunEdgeNodeRun) GetState() json.RawMessage {
+func (v *RunWithChildrenRunChildrenRunConnectionEdgesRunEdgeNodeRun) GetState() *json.RawMessage {
 	return v.RunFields.State
 }
 
@@ -4383,7 +4388,7 @@ type __premarshalRunWithChildrenRunChildrenRunConnectionEdgesRunEdgeNodeRun stru
 
 	FlowName string `json:"flowName"`
 
-	State json.RawMessage `json:"state"`
+	State *json.RawMessage `json:"state"`
 
 	CreatedAt time.Time `json:"createdAt"`
 
@@ -4896,7 +4901,7 @@ func (v *RunsRunsRun) GetStatus() RunStatus { return v.RunFields.Status }
 func (v *RunsRunsRun) GetFlowName() string { return v.RunFields.FlowName }
 
 // GetState returns RunsRunsRun.State, and is useful for accessing the field via an interface.
-func (v *RunsRunsRun) GetState() json.RawMessage { return v.RunFields.State }
+func (v *RunsRunsRun) GetState() *json.RawMessage { return v.RunFields.State }
 
 // GetCreatedAt returns RunsRunsRun.CreatedAt, and is useful for accessing the field via an interface.
 func (v *RunsRunsRun) GetCreatedAt() time.Time { return v.RunFields.CreatedAt }
@@ -4955,7 +4960,7 @@ type __premarshalRunsRunsRun struct {
 
 	FlowName string `json:"flowName"`
 
-	State json.RawMessage `json:"state"`
+	State *json.RawMessage `json:"state"`
 
 	CreatedAt time.Time `json:"createdAt"`
 

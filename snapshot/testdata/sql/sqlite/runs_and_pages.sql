@@ -4,7 +4,7 @@ SELECT q.w, q.ord, q.id, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT 
 	r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
 	r.state_json, r.parent_run_id, r.execution_parent_id, r.lineage_id, r.round_ordinal,
 	r.cancel_requested_at_ms, r.cancel_acknowledgement_json,
-	r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token, r.waiting_request,
+	r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token, NULL, r.waiting_request,
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT 0 AS w, p0.ord, p0.id FROM (SELECT seq AS ord, child_id AS id FROM flows_run_parents

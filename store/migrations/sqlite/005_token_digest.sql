@@ -1,0 +1,6 @@
+-- Schema version 5: least privilege: the waiting token's digest in a column of its own.
+-- Released: never edit this file; add a new rung instead (see ARCHITECTURE.md).
+-- PostgreSQL only: a SQLite store has no roles to keep a column from, its
+-- reader's privileges are those of its file (docs/operating.md, "Least
+-- privilege"), and SQLite has no SHA-256 to keep a digest with. Serve
+-- computes the digest of a SQLite store's token as it reads it.
