@@ -250,15 +250,12 @@ func (l *listQuery) cross(branches [][]string, n int, term func(int) string) [][
 	return out
 }
 
-// limit is a list page's LIMIT. PostgreSQL plans a statement prepared
-// once generically (the server's default, store.Options.PGExecMode), and
-// a generic plan reads a bound LIMIT as a tenth of the rows the filter
-// matches: a list page then hash-joined the whole of flows_runs and
-// flows_run_changes. There the LIMIT is spelled, and the page is planned
-// as the page it is, at the price of a statement per page size (at most
-// MaxPageSize+1 of them). SQLite's plans do not weigh it: it is bound.
+// limit is a list page's LIMIT: spelled where a generic plan would
+// misread a bound one (store.Dialect.SpellsLimits), so that the page is
+// planned as the page it is, at the price of a statement per page size
+// (at most MaxPageSize+1 of them); bound elsewhere.
 func (l *listQuery) limit(n int) string {
-	if l.d == store.Postgres {
+	if l.d.SpellsLimits() {
 		return strconv.Itoa(n)
 	}
 	return l.arg(n)

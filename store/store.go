@@ -506,6 +506,13 @@ func (d Dialect) Bound(n int) string {
 	return fmt.Sprintf("+$%d", n)
 }
 
+// SpellsLimits reports whether a page's LIMIT is written into its
+// statement rather than bound: PostgreSQL plans a statement prepared once
+// generically (Options.PGExecMode), and a generic plan reads a bound LIMIT
+// as a tenth of the rows the filter matches, which made a list page
+// hash-join whole tables. SQLite's plans do not weigh the LIMIT.
+func (d Dialect) SpellsLimits() bool { return d == Postgres }
+
 // TextList returns a SELECT of one text column, id, holding the elements of
 // the list bound to placeholder n (see TextListArg): unnest of a text array
 // on PostgreSQL, json_each of a JSON array on SQLite, which has no arrays.
