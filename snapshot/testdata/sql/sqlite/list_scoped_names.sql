@@ -8,12 +8,12 @@ SELECT q.ord, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT ord, id FROM (SELECT ord, id FROM (SELECT created_at_ms AS ord, run_id AS id FROM flows_runs
-WHERE status = $1
-  AND json_extract(state_json, '$.flowName') = $2 ORDER BY created_at_ms DESC, run_id DESC LIMIT $4) AS b0
+WHERE status = +$1
+  AND json_extract(state_json, '$.flowName') = +$2 ORDER BY created_at_ms DESC, run_id DESC LIMIT +$4) AS b0
 UNION ALL
 SELECT ord, id FROM (SELECT created_at_ms AS ord, run_id AS id FROM flows_runs
-WHERE status = $1
-  AND json_extract(state_json, '$.flowName') = $3 ORDER BY created_at_ms DESC, run_id DESC LIMIT $4) AS b1) AS u ORDER BY ord DESC, id DESC LIMIT $4) AS q
+WHERE status = +$1
+  AND json_extract(state_json, '$.flowName') = +$3 ORDER BY created_at_ms DESC, run_id DESC LIMIT +$4) AS b1) AS u ORDER BY ord DESC, id DESC LIMIT +$4) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 -- arguments: [failed audit ops 101]

@@ -8,8 +8,8 @@ SELECT q.ord, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1
 	CASE WHEN r.parent_run_id IS NULL THEN
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT created_at_ms AS ord, run_id AS id FROM flows_runs
-WHERE (json_extract(state_json, '$.flowName') IN ($2, $3) OR (json_extract(state_json, '$.flowName') >= $4 AND json_extract(state_json, '$.flowName') < $5))
-  AND status = $1 ORDER BY created_at_ms DESC, run_id DESC LIMIT $6) AS q
+WHERE (json_extract(state_json, '$.flowName') IN (+$2, +$3) OR (json_extract(state_json, '$.flowName') >= +$4 AND json_extract(state_json, '$.flowName') < +$5))
+  AND status = +$1 ORDER BY created_at_ms DESC, run_id DESC LIMIT +$6) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 -- arguments: [failed audit ops billing- billing. 101]
