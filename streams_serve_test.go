@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +31,7 @@ func TestAStreamThatIsNotReadIsDroppedByTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, _ := startServe(t, noEnv, "--db", dsn, "--stream-write-timeout", "1s", "--max-connections-per-client", "1")
+	waitForTheWatcher(t, addr)
 	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 	}}
@@ -77,5 +81,31 @@ func TestAStreamThatIsNotReadIsDroppedByTheServer(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// waitForTheWatcher waits until the server's revision watcher has looked at
+// the store twice: until its first look, a subscription ends at once
+// (UNAVAILABLE), and with it the stream that held the client's place.
+func waitForTheWatcher(t *testing.T, addr string) {
+	t.Helper()
+	ticks := regexp.MustCompile(`(?m)^flowsnap_live_watcher_tick_seconds_count (\d+)$`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if m := ticks.FindSubmatch(b); m != nil {
+			if n, _ := strconv.Atoi(string(m[1])); n >= 2 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the revision watcher did not look at the store within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
