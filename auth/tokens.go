@@ -115,12 +115,11 @@ func (t *Tokens) reload() error {
 func (t *Tokens) Watch(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
-		case <-ctx.Done():
-			return
 		case <-tick.C:
 			t.reloadIfChanged()
+		case <-ctx.Done():
 		}
 	}
 }
