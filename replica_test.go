@@ -486,18 +486,7 @@ func TestAReplicaPastTheLagBoundIsLeftForThePrimary(t *testing.T) {
 	t.Cleanup(func() { _ = stop() })
 	base := "http://" + addr
 	behind := r.revision(t)
-	// Until the server has read the store once, a subscription is refused
-	// as UNAVAILABLE; subscribe again until one sees its first event.
-	var events <-chan int64
-	eventually(t, 10*time.Second, "a first event", func() (bool, string) {
-		events = positionEvents(t, base)
-		select {
-		case got := <-events:
-			return got == behind, fmt.Sprintf("revision %d, want %d", got, behind)
-		case <-time.After(time.Second):
-			return false, "none"
-		}
-	})
+	events := subscribedAt(t, base, behind)
 	r.pause(t)
 	t.Cleanup(func() { r.resume(t) })
 	r.addChild(t)
@@ -550,16 +539,7 @@ func TestAReplicaLaggingLongerThanTheTimeBoundIsLeftForThePrimary(t *testing.T) 
 	r := newReplicated(t)
 	base := r.serve(t, "--max-replica-lag", "1000,300ms", "--stale-wait", "20s", "--live-interval", "20ms")
 	behind := r.revision(t)
-	var events <-chan int64
-	eventually(t, 10*time.Second, "a first event", func() (bool, string) {
-		events = positionEvents(t, base)
-		select {
-		case got := <-events:
-			return got == behind, fmt.Sprintf("revision %d, want %d", got, behind)
-		case <-time.After(time.Second):
-			return false, "none"
-		}
-	})
+	events := subscribedAt(t, base, behind)
 	r.pause(t)
 	t.Cleanup(func() { r.resume(t) })
 	r.addChild(t)
@@ -611,4 +591,23 @@ func TestMaxReplicaLagIsCheckedWhenParsed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error()+out, "--max-replica-lag") {
 		t.Errorf("serve --max-replica-lag soon: %v\n%s", err, out)
 	}
+}
+
+// subscribedAt subscribes to the position until a subscription's first
+// event is at revision want, and returns that subscription's events. Until
+// the server has read the store once, a subscription is refused as
+// UNAVAILABLE, so it subscribes again.
+func subscribedAt(t *testing.T, base string, want int64) <-chan int64 {
+	t.Helper()
+	var events <-chan int64
+	eventually(t, 10*time.Second, "a first event", func() (bool, string) {
+		events = positionEvents(t, base)
+		select {
+		case got := <-events:
+			return got == want, fmt.Sprintf("revision %d, want %d", got, want)
+		case <-time.After(time.Second):
+			return false, "none"
+		}
+	})
+	return events
 }
