@@ -980,3 +980,51 @@ func TestChangesResumeWithoutGapOrDuplicate(t *testing.T) {
 		waitClosed(t, bad.done, "the SOURCE_CHANGED stream's end")
 	})
 }
+
+// TestPositionEventsTakeTheWatchersPosition: a position subscription's
+// first event reads the position, one statement; every event after a
+// change is the position the watcher's tick read, with no statement of
+// its own, and says the same position in its data and its extensions.
+func TestPositionEventsTakeTheWatchersPosition(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		var mu sync.Mutex
+		var stmts []int
+		e := liveFixture(t, d, live.Options{}, endpoint.Options{OnOperation: func(rd *snapshot.Read) {
+			mu.Lock()
+			stmts = append(stmts, rd.Statements())
+			mu.Unlock()
+		}}, "a")
+		ctx := context.Background()
+		c := dialWS(t, e.url)
+		positions, _ := c.subscribe("p", `subscription { position { source revision } }`, nil)
+		var last int64
+		for i := range 4 {
+			switch {
+			case i == 1:
+				must(t, e.w.Start(ctx, "a", liveOwner))
+			case i > 1:
+				must(t, e.w.Heartbeat(ctx, "a", liveOwner.Nonce))
+			}
+			want, err := e.reader.Position(ctx)
+			must(t, err)
+			ev := nextUntil(t, positions, &last, func(ev event) bool { return ev.Extensions.Position.Revision >= want.Revision })
+			var p snapshot.Position
+			must(t, json.Unmarshal(ev.Data["position"], &p))
+			if p != *ev.Extensions.Position || p.Source != want.Source {
+				t.Fatalf("event %d: position %+v, extensions.position %+v, the store's %+v", i, p, *ev.Extensions.Position, want)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(stmts) < 4 || stmts[0] != 1 {
+			t.Fatalf("statements per event %v: want the first to read the position alone", stmts)
+		}
+		for i, n := range stmts[1:] {
+			if n != 0 {
+				t.Errorf("event %d ran %d statements, want none (statements per event: %v)", i+1, n, stmts)
+			}
+		}
+	})
+}

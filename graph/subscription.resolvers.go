@@ -16,10 +16,20 @@ import (
 
 // Position is the resolver for the position field.
 func (r *subscriptionResolver) Position(ctx context.Context) (<-chan *snapshot.Position, error) {
+	first := true
 	return live.Watch(ctx, (*live.Sub).WatchAll, func(ctx context.Context) (*snapshot.Position, int64, bool, error) {
-		// A Position has nothing but the position: its event is one
-		// statement.
-		p, err := r.Reader.PositionAlone(ctx)
+		// A Position has nothing but the position: the first event reads
+		// it alone, one statement; every later one follows a tick of the
+		// watcher, which read the revision it tells of, and is that
+		// position when the event's read may be at it (PositionSeen).
+		var p snapshot.Position
+		var err error
+		if seen, ok := live.Seen(ctx); ok && !first {
+			p, err = r.Reader.PositionSeen(ctx, seen)
+		} else {
+			p, err = r.Reader.PositionAlone(ctx)
+		}
+		first = false
 		if err != nil {
 			return nil, 0, false, err
 		}

@@ -184,6 +184,17 @@ func Watch[T any](ctx context.Context, setup func(*Sub), read func(ctx context.C
 	return out, nil
 }
 
+// Seen returns the position the watcher serving the subscription of ctx
+// last read (Watcher.Seen), for an event that needs nothing else; false
+// outside a subscription.
+func Seen(ctx context.Context) (snapshot.Position, bool) {
+	st, ok := ctx.Value(streamKey{}).(*Stream)
+	if !ok {
+		return snapshot.Position{}, false
+	}
+	return st.sub.w.Seen()
+}
+
 // Unchanged is what a subscription's read returns when its event would
 // tell the client nothing it may learn: Watch then sends nothing.
 var Unchanged = errors.New("live: nothing new to send")

@@ -357,6 +357,14 @@ func (w *Watcher) Subscribe() (*Sub, error) {
 	return &Sub{w: w, changed: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
+// Seen returns the position the watcher's last tick read and dispatched,
+// and false before the first tick and while ticks fail.
+func (w *Watcher) Seen() (snapshot.Position, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return snapshot.Position{Source: w.source, Revision: w.last}, w.seen && !w.failing
+}
+
 // Ready is closed once the Watcher has read the store's revision for the
 // first time; Subscribe fails before.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/flowsnap/flowsnap/engine"
@@ -265,6 +266,64 @@ func TestThePositionReadAlone(t *testing.T) {
 		rd.AtLeast(want.Revision + 1)
 		if _, err := f.r.PositionAlone(rctx); fault.CodeOf(err) != fault.SourceChanged {
 			t.Errorf("a minimum beyond the store read alone: %v, want SOURCE_CHANGED", err)
+		}
+		rd.End()
+	})
+}
+
+// TestThePositionSeen takes a position another read saw (PositionSeen):
+// at or after the read's least revision it is the read's position without
+// a statement, and no statement may follow; below that least revision, or
+// from another store, the position is read alone instead.
+func TestThePositionSeen(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		f.create(t, engine.NewRun{ID: "a", FlowName: "f"})
+		ctx := context.Background()
+		now, err := f.r.Position(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		rctx, rd := f.r.Begin(ctx)
+		rd.AtLeast(now.Revision)
+		got, err := f.r.PositionSeen(rctx, now)
+		if err != nil || got != now {
+			t.Fatalf("the position seen: %+v, %v; want %+v", got, err, now)
+		}
+		if pos, ok := rd.Position(); !ok || pos != now {
+			t.Errorf("the read's position: %+v (%v), want %+v", pos, ok, now)
+		}
+		if n := rd.Statements(); n != 0 {
+			t.Errorf("%d statements for a position seen, want 0", n)
+		}
+		if _, err := f.r.Runs(rctx, []string{"a"}); fault.CodeOf(err) != fault.Internal {
+			t.Errorf("a statement after a position seen: %v, want INTERNAL", err)
+		}
+		rd.End()
+
+		// An older position than the read may be at is not taken.
+		f.create(t, engine.NewRun{ID: "b", FlowName: "f"})
+		later, err := f.r.Position(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rd = f.r.Begin(ctx)
+		rd.AtLeast(later.Revision)
+		got, err = f.r.PositionSeen(rctx, now)
+		if err != nil || got != later || rd.Statements() != 1 {
+			t.Errorf("a position seen before the least revision: %+v, %v in %d statements; want %+v read", got, err, rd.Statements(), later)
+		}
+		rd.End()
+
+		// Nor one of another store.
+		rctx, rd = f.r.Begin(ctx)
+		other := snapshot.Position{Source: strings.Repeat("0", len(later.Source)), Revision: later.Revision + 5}
+		got, err = f.r.PositionSeen(rctx, other)
+		if err != nil || got != later || rd.Statements() != 1 {
+			t.Errorf("a position seen of another store: %+v, %v in %d statements; want %+v read", got, err, rd.Statements(), later)
 		}
 		rd.End()
 	})

@@ -101,6 +101,9 @@ type Read struct {
 	// alone asks that the first statement run on its own (see Alone);
 	// ranAlone says it did, and that no other may follow.
 	alone, ranAlone bool
+	// seen says the read's position is one another read saw (see
+	// PositionSeen): it ran no statement, and none may follow.
+	seen bool
 	// endNext asks that the next read be the last (see EndWithNext);
 	// endedWith says one was, and that no statement may follow.
 	endNext, endedWith bool
@@ -168,7 +171,7 @@ func (rd *Read) End() {
 		return
 	}
 	rd.ended = true
-	if rd.ranAlone && rd.opened != (time.Time{}) && rd.r.OnRead != nil {
+	if rd.ranAlone && !rd.seen && rd.opened != (time.Time{}) && rd.r.OnRead != nil {
 		rd.r.OnRead(time.Since(rd.opened), nil)
 	}
 	if rd.tx == nil {
@@ -192,7 +195,7 @@ func (rd *Read) Restart() {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
 	rd.tx, rd.opened, rd.pos, rd.err, rd.ended, rd.statements = nil, time.Time{}, Position{}, nil, false, 0
-	rd.ranAlone, rd.endNext, rd.endedWith, rd.broken = false, false, false, nil
+	rd.ranAlone, rd.seen, rd.endNext, rd.endedWith, rd.broken = false, false, false, false, nil
 }
 
 // RanAlone reports whether the read's one statement ran alone, outside a
@@ -722,6 +725,37 @@ func (r *Reader) PositionAlone(ctx context.Context) (Position, error) {
 		rd.Alone()
 	}
 	return r.Position(ctx)
+}
+
+// PositionSeen is PositionAlone for an operation whose position another
+// read of the store has just seen, such as a position subscription's event
+// after the live watcher's tick told of seen: when the read ctx carries is
+// not opened yet and seen is at or after its least revision (AtLeast) and
+// from this reader's store, seen is the read's position and nothing is
+// read; a statement after it is refused as after a read alone. Otherwise it
+// reads the position alone. One statement read the position either way;
+// a thousand subscribers told of one revision do not read it a thousand
+// times more.
+func (r *Reader) PositionSeen(ctx context.Context, seen Position) (Position, error) {
+	if rd, ok := ctx.Value(readKey{}).(*Read); ok && rd.r == r && rd.takeSeen(seen) {
+		return seen, nil
+	}
+	return r.PositionAlone(ctx)
+}
+
+// takeSeen makes seen the position of a read not opened yet (see
+// PositionSeen), and says whether it could.
+func (rd *Read) takeSeen(seen Position) bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.tx != nil || rd.ranAlone || rd.ended || rd.err != nil || rd.broken != nil || seen.Revision < rd.min || seen.Source == "" {
+		return false
+	}
+	if rd.r.sameSource(seen.Source) != nil {
+		return false
+	}
+	rd.ranAlone, rd.seen, rd.opened, rd.pos = true, true, time.Now(), seen
+	return true
 }
 
 // readWith is r.with for a read that returns a value: fn's, read in the
