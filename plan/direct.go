@@ -362,6 +362,8 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 			return err == nil && w.snapshot(f.Selections, snap)
 		case "children", "rounds":
 			return w.page(f, r)
+		case "steps", "currentStep", "inboundEvents", "events":
+			return w.journal(f, r)
 		default:
 			return false
 		}
