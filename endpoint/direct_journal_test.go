@@ -173,7 +173,7 @@ func directJournalCases(after, brokenAfter string) []directCase {
 			query: `{ run(id: "broken") { ... on Run { steps(first: 1) { nodes { id ... on RunStep { attempts { id state } } } } } } }`},
 		{name: "a claimed event whose row does not decode", code: "DECODE_FAILED",
 			query: `query($after: String) { run(id: "broken") { ... on Run { steps(first: 1, after: $after) { nodes { id ... on WaitStep { claimedEvent { id } } } } } } }`,
-			vars: map[string]any{"after": brokenAfter}},
+			vars:  map[string]any{"after": brokenAfter}},
 		{name: "a log entry that does not decode", code: "DECODE_FAILED",
 			query: `{ run(id: "broken") { ... on Run { events { nodes { seq type } } } } }`},
 		{name: "a bad journal cursor", code: "BAD_CURSOR", query: `{ run(id: "j-all") { ... on Run { steps(after: "nope") { nodes { id } } } } }`},
