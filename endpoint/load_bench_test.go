@@ -88,7 +88,8 @@ const (
 // and the batch, which flowsnap reads in one statement run alone, beside
 // bare SQL doing the same: rawSQLAlone), and beside a Go HTTP server that
 // only reads the same request and writes as many bytes back: httpFloor,
-// what any server over HTTP pays for the exchange. Besides req/s and
+// what any server over HTTP pays for the exchange. The list shapes
+// (loadListShapes) and a run's journal (loadJournalShape) follow. Besides req/s and
 // latency it reports CPU per request. The GraphQL server runs in a process
 // of its own (this test binary started again, see TestMain), so that its
 // CPU is counted apart from the benchmark's HTTP client: cpu-µs/req is the
