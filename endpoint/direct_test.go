@@ -36,6 +36,8 @@ type directCase struct {
 	// cached says whether, sent a second time, the endpoint answers it
 	// from the query cache itself (answerCached).
 	cached bool
+	// code, when set, is an error code the answer must carry.
+	code string
 }
 
 // TestDirectAnswersAsTheExecutor sends each operation to a server that
@@ -79,9 +81,14 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 
 	first := e.ok(`{ run(id: "parent") { ... on Run { children(first: 3) { pageInfo { endCursor } } } } }`, nil)
 	after := get(first.Data, "run", "children", "pageInfo", "endCursor").(string)
+	writeDirectJournal(t, e.db, true)
+	steps := e.ok(`{ a: run(id: "j-all") { ... on Run { steps(first: 2) { pageInfo { endCursor } } } }
+		b: run(id: "broken") { ... on Run { steps(first: 2) { pageInfo { endCursor } } } } }`, nil)
+	cases := append(directCases(after), directJournalCases(get(steps.Data, "a", "steps", "pageInfo", "endCursor").(string),
+		get(steps.Data, "b", "steps", "pageInfo", "endCursor").(string))...)
 
 	sent := map[string]bool{}
-	for _, c := range directCases(after) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// Sent a second time, a valid document is in the query cache,
 			// and the endpoint answers it itself (answerCached): the same
@@ -119,6 +126,9 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 				}
 				if alone := strings.Contains(log, `"alone":true`); alone != c.alone {
 					t.Errorf("%s, ran alone: %v, want %v", time, alone, c.alone)
+				}
+				if c.code != "" && !bytes.Contains(dBody, []byte(`"code":"`+c.code+`"`)) {
+					t.Errorf("%s, no %s error: %s", time, c.code, dBody)
 				}
 				if c.direct && bytes.Contains(dBody, []byte(`"errors"`)) {
 					t.Errorf("%s, a direct answer with errors: %s", time, dBody)
@@ -185,8 +195,8 @@ func directCases(after string) []directCase {
 		{name: "a batch's parents", cached: true, direct: true,
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id parent { __typename ... on Run { id flowName } ... on MissingRun { id } } } } }`,
 			vars:  map[string]any{"ids": ids}},
-		{name: "a field it does not know", cached: true,
-			query: `{ run(id: "waiter") { ... on Run { id steps(first: 1) { pageInfo { hasNextPage } } } } }`},
+		{name: "a run without a journal", cached: true, direct: true,
+			query: `{ run(id: "waiter") { ... on Run { id steps(first: 1) { pageInfo { hasNextPage } } currentStep { id } } } }`},
 		{name: "the position", cached: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
 		{name: "an empty batch", cached: true, query: `{ runs(ids: []) { ... on Run { id } } }`},
 		{name: "a malformed id in a batch",

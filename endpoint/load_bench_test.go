@@ -51,6 +51,10 @@ type loadShape struct {
 	// but the journal's), read beside it: the flowsnapEveryField rows,
 	// whose x-fields is their CPU per request ÷ the flowsnap row's.
 	every string
+	// noDirect adds the flowsnapNoDirect row: query answered by gqlgen's
+	// executor, the direct answer off, whose x-direct is its CPU per
+	// request ÷ the flowsnap row's.
+	noDirect bool
 }
 
 // everyRunField selects every field of Run but the journal's (a page of
@@ -84,7 +88,8 @@ const (
 // and the batch, which flowsnap reads in one statement run alone, beside
 // bare SQL doing the same: rawSQLAlone), and beside a Go HTTP server that
 // only reads the same request and writes as many bytes back: httpFloor,
-// what any server over HTTP pays for the exchange. Besides req/s and
+// what any server over HTTP pays for the exchange. The list shapes
+// (loadListShapes) and a run's journal (loadJournalShape) follow. Besides req/s and
 // latency it reports CPU per request. The GraphQL server runs in a process
 // of its own (this test binary started again, see TestMain), so that its
 // CPU is counted apart from the benchmark's HTTP client: cpu-µs/req is the
@@ -175,6 +180,7 @@ func BenchmarkLoad(b *testing.B) {
 					every: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) ` + everyPageField + ` } } }`},
 			}
 			shapes = append(shapes, loadListShapes(b, d, db, runCols)...)
+			shapes = append(shapes, loadJournalShape(b, db, bs.anchors))
 			srv := startLoadServer(b, reader, dsn)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			for _, s := range shapes {
@@ -195,6 +201,17 @@ func BenchmarkLoad(b *testing.B) {
 						every := cpu.reportServed(b, served, srv.usage(b))
 						if ours > 0 && every > 0 {
 							b.ReportMetric(every/ours, "x-fields")
+						}
+					})
+				}
+				if s.noDirect && srv.noDirect != "" {
+					b.Run(s.name+"/flowsnapNoDirect", func(b *testing.B) {
+						cpu := startCPU(b, db, app)
+						served := srv.usage(b)
+						measureClients(b, bs, func(id string) error { return postQuery(client, srv.noDirect, s.query, s.vars(id)) })
+						executor := cpu.reportServed(b, served, srv.usage(b))
+						if ours > 0 && executor > 0 {
+							b.ReportMetric(executor/ours, "x-direct")
 						}
 					})
 				}
@@ -279,6 +296,9 @@ func serveLoad(dsn string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", endpoint.NewHandler(loadReader(db), endpoint.Options{}))
+	// /graphql-nodirect is the same endpoint with the direct answer off:
+	// the flowsnapNoDirect rows.
+	mux.Handle("/graphql-nodirect", endpoint.NewHandler(loadReader(db), endpoint.Options{NoDirect: true}))
 	// /floor reads a request and answers n bytes of JSON, and nothing
 	// else: the httpFloor rows, what the same exchange costs a Go HTTP
 	// server that reads no store and runs no GraphQL.
@@ -353,8 +373,11 @@ type loadServer struct {
 	rusage string
 	// floor is the child server's /floor, empty when the server runs in
 	// this process.
-	floor  string
-	client *http.Client
+	floor string
+	// noDirect is the child server's endpoint with the direct answer off,
+	// empty when the server runs in this process.
+	noDirect string
+	client   *http.Client
 }
 
 // startLoadServer starts the test binary again as a server of dsn (see
@@ -391,7 +414,8 @@ func startLoadServer(b *testing.B, reader *snapshot.Reader, dsn string) *loadSer
 		b.Fatalf("the load server did not start: %v", err)
 	}
 	addr = strings.TrimSpace(addr)
-	return &loadServer{url: "http://" + addr + "/graphql", rusage: "http://" + addr + "/rusage", floor: "http://" + addr + "/floor", client: &http.Client{}}
+	return &loadServer{url: "http://" + addr + "/graphql", rusage: "http://" + addr + "/rusage", floor: "http://" + addr + "/floor",
+		noDirect: "http://" + addr + "/graphql-nodirect", client: &http.Client{}}
 }
 
 // serverUsage is the server process's CPU time in seconds, peak resident

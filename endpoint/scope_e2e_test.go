@@ -574,6 +574,11 @@ func TestPayloads(t *testing.T) {
 				`query($id: ID!) { run(id: $id) { ... on Run { id state } } }`,
 				`query($id: ID!) { run(id: $id) { ... on Run { id waiting { kind tokenDigest request } } } }`,
 				`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id state children { nodes { ... on Run { id state } } } } } }`,
+				`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id steps { nodes { id ... on RunStep { attempts { result } } } } } } }`,
+				`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id steps { nodes { id ... on RunStep { attempts { errorName errorMessage } } } } } } }`,
+				`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id inboundEvents { nodes { id payload } } } } }`,
+				`query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id steps { nodes { ... on WaitStep { claimedEvent { payload } } } } } } }`,
+				`{ runs(ids: ["bx"]) { ... on Run { id events { edges { node { cancellationReason } } } } } }`,
 			} {
 				for range 2 {
 					r := e.as("a", q, map[string]any{"id": "bw", "ids": []string{"bp", "bw"}})

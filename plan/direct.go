@@ -24,10 +24,13 @@ import (
 // keys, so it reads exactly what the executor reads, and it writes byte for
 // byte what the executor writes (TestDirectAnswersAsTheExecutor).
 //
-// It knows runs by id and every field of Run but the journal's (its
-// scalars, owner, claim, cancellation, waiting, parent, children and
-// rounds pages), and MissingRun. Anything else —
-// another field, @defer, an error anywhere, a null the schema forbids —
+// It knows runs by id, every field of Run (its scalars, owner, claim,
+// cancellation, waiting, parent, children and rounds pages, and its
+// journal: steps of each kind with their attempts and parent steps, the
+// current step, inbound events and the lifecycle log, written in
+// direct_journal.go), and MissingRun. Anything else — another field,
+// @defer, an error anywhere (a journal row that does not decode, a
+// payload the principal may not read), a null the schema forbids —
 // makes it give up before it has answered anything, and the executor
 // answers the operation instead, finding everything read already.
 
@@ -362,6 +365,8 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 			return err == nil && w.snapshot(f.Selections, snap)
 		case "children", "rounds":
 			return w.page(f, r)
+		case "steps", "currentStep", "inboundEvents", "events":
+			return w.journal(f, r)
 		default:
 			return false
 		}

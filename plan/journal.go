@@ -90,13 +90,16 @@ func (l *journalLoaders) primeStep(s snapshot.Step, err error) {
 // parentStepKeys are the keys of the parent steps of steps: one per step
 // that has a parent, and at, the index of each among steps.
 func parentStepKeys[S snapshot.Step](steps []S) (keys []snapshot.StepKey, at []int) {
-	return keysWhere(steps, func(s S) (snapshot.StepKey, bool) {
-		b := s.Base()
-		if b.ParentStepID == nil {
-			return snapshot.StepKey{}, false
-		}
-		return snapshot.StepKey{RunID: b.RunID, StepID: *b.ParentStepID}, true
-	})
+	return keysWhere(steps, func(s S) (snapshot.StepKey, bool) { return parentStepKey(s.Base()) })
+}
+
+// parentStepKey is the key of the parent step of the step b; false for a
+// top-level step.
+func parentStepKey(b *snapshot.StepBase) (snapshot.StepKey, bool) {
+	if b.ParentStepID == nil {
+		return snapshot.StepKey{}, false
+	}
+	return snapshot.StepKey{RunID: b.RunID, StepID: *b.ParentStepID}, true
 }
 
 // journalPageKeys are the keys of the journal pages of runs.
