@@ -68,6 +68,12 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 	must(t, w.Claim(ctx, oddID+" claimed", ownerOdd))
 	must(t, w.Wait(ctx, oddID+" waits", engine.Waiting{Reason: "a \"reason\" <&>\n\u2028", Request: json.RawMessage(" [ \"<x>\" , {\"y\" : null} ] ")}))
 
+	for _, id := range []string{"done-1", "done-2"} {
+		must(t, w.CreateRun(ctx, engine.NewRun{ID: id, FlowName: "done"}))
+		must(t, w.Start(ctx, id, ownerOdd))
+		must(t, w.Complete(ctx, id, json.RawMessage(`{"ok":true}`)))
+	}
+
 	var stmts []int
 	var mu sync.Mutex
 	general := httptest.NewServer(endpoint.NewHandler(e.reader, endpoint.Options{NoDirect: true, OnOperation: func(rd *snapshot.Read) {
@@ -79,9 +85,13 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 
 	first := e.ok(`{ run(id: "parent") { ... on Run { children(first: 3) { pageInfo { endCursor } } } } }`, nil)
 	after := get(first.Data, "run", "children", "pageInfo", "endCursor").(string)
+	list := e.ok(`{ listRuns(filter: {flowName: "leaf"}, first: 3) { pageInfo { endCursor } } position { source revision } }`, nil)
+	listAfter := get(list.Data, "listRuns", "pageInfo", "endCursor").(string)
+	source := get(list.Data, "position", "source").(string)
+	revision := int64(get(list.Data, "position", "revision").(float64))
 
 	sent := map[string]bool{}
-	for _, c := range directCases(after) {
+	for _, c := range append(directCases(after), directListCases(listAfter, source, revision)...) {
 		t.Run(c.name, func(t *testing.T) {
 			// Sent a second time, a valid document is in the query cache,
 			// and the endpoint answers it itself (answerCached): the same
@@ -187,7 +197,7 @@ func directCases(after string) []directCase {
 			vars:  map[string]any{"ids": ids}},
 		{name: "a field it does not know", cached: true,
 			query: `{ run(id: "waiter") { ... on Run { id steps(first: 1) { pageInfo { hasNextPage } } } } }`},
-		{name: "the position", cached: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
+		{name: "the position", cached: true, direct: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
 		{name: "an empty batch", cached: true, query: `{ runs(ids: []) { ... on Run { id } } }`},
 		{name: "a malformed id in a batch",
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id } } }`, vars: map[string]any{"ids": []any{"waiter", ""}}},

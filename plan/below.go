@@ -4,24 +4,21 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// ReadAheadBelow reads ahead, as the read-ahead does from the root, what
-// the selection of the field being resolved asks below v (a page of
-// listRuns, the feed of changes), whose own read was not a loader's.
-func ReadAheadBelow(ctx context.Context, v any) {
-	l, oc, fc := from(ctx), graphql.GetOperationContext(ctx), graphql.GetFieldContext(ctx)
-	if l == nil || oc == nil || fc == nil {
-		return
-	}
-	if page, ok := v.(*snapshot.Page); ok {
+// readBelow reads ahead, as the read-ahead does from the root, what sel,
+// the selection of a root field, asks below v (a page of listRuns, the
+// feed of changes), whose own read was not a loader's.
+func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet, v any) {
+	if page, ok := v.(*snapshot.Page); ok && page != nil {
 		for _, e := range page.Edges {
 			l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 		}
 	}
-	l.walkFrom(ctx, oc, level{sel: fc.Field.Selections, objs: []any{v}}, false)
+	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{v}}, false)
 }
 
 // changeRunKeys are the keys of Change.run: the changed runs' ids.

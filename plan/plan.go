@@ -28,6 +28,9 @@ type Planner struct {
 	// are selected under: itself, its interfaces and the unions it belongs
 	// to.
 	implementors map[string][]string
+	// rootArgs decodes root fields' arguments (WithRootArgs); nil leaves
+	// the root fields that read by themselves to the executor.
+	rootArgs RootArgs
 }
 
 // New returns the planner of operations validated against schema.
