@@ -1,5 +1,21 @@
 package endpoint_test
 
+import (
+	"bytes"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/flowsnap/flowsnap/access"
+	"github.com/flowsnap/flowsnap/endpoint"
+	"github.com/flowsnap/flowsnap/snapshot"
+	"github.com/flowsnap/flowsnap/store"
+	"github.com/flowsnap/flowsnap/store/storetest"
+)
+
 // directListCases are the operations of TestDirectAnswersAsTheExecutor on
 // the root fields that read by themselves: pages of listRuns (listAfter is
 // the end cursor of the first three runs of flow "leaf"), the change feed
@@ -58,5 +74,90 @@ func directListCases(listAfter, source string, revision int64) []directCase {
 			query: `{ countRuns(filter: {flowName: "leaf"}, upTo: 3) { count capped } all: countRuns { count capped } }`},
 		{name: "a count bound too large", query: `{ countRuns(upTo: 1000001) { count } }`},
 		{name: "the position alone", cached: true, direct: true, query: `{ position { source revision } }`},
+	}
+}
+
+// TestDirectListsAsTheExecutorForAPrincipal sends lists, the change feed
+// and counts as principals with a scope, with and without payloads, to a
+// server that answers directly and to one that leaves every operation to
+// the executor: the same bytes and statements, the scope applied alike, and
+// payload fields a principal may not read left to the executor's FORBIDDEN
+// errors (docs/contract.md#access-control).
+func TestDirectListsAsTheExecutorForAPrincipal(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) { directListsAsTheExecutorForAPrincipal(t, d) })
+	}
+}
+
+func directListsAsTheExecutorForAPrincipal(t *testing.T, d store.Dialect) {
+	e := fixture(t, d, endpoint.Options{})
+	e.reader.SetRunCache(0)
+	unscoped := e.ok(`{ listRuns(first: 2) { pageInfo { endCursor } } }`, nil)
+	cursor := get(unscoped.Data, "listRuns", "pageInfo", "endCursor").(string)
+	logs := &syncBuffer{}
+	var mu sync.Mutex
+	stmts := map[bool][]int{}
+	serve := func(p *access.Principal, direct bool) string {
+		opts := endpoint.Options{NoDirect: !direct, OnOperation: func(rd *snapshot.Read) {
+			mu.Lock()
+			stmts[direct] = append(stmts[direct], rd.Statements())
+			mu.Unlock()
+		}}
+		if direct {
+			opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		}
+		srv := httptest.NewServer(withPrincipal(p, endpoint.NewHandler(e.reader, opts)))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	metadata := &access.Principal{Name: "m", Flows: []string{"leaf", "ops"}}
+	payloads := &access.Principal{Name: "p", Flows: []string{"ops"}, Payloads: true}
+	cases := []struct {
+		name   string
+		p      *access.Principal
+		query  string
+		vars   map[string]any
+		direct bool
+	}{
+		{"a scoped list page", metadata, `{ listRuns(first: 5) { edges { cursor node { ... on Run { id flowName } } } pageInfo { hasNextPage endCursor } } }`, nil, true},
+		{"a scoped change feed", metadata, `{ changes(since: 0, first: 5) { changes { runId run { ... on Run { id flowName } } } nextRevision hasMore } }`, nil, true},
+		{"a scoped count", metadata, `{ countRuns { count capped } }`, nil, true},
+		{"state without the payload permission", metadata, `{ listRuns(first: 5) { nodes { ... on Run { id state } } } }`, nil, false},
+		{"a waiting request without the payload permission", metadata,
+			`{ listRuns(filter: {flowName: "ops"}) { nodes { ... on Run { id waiting { request } } } } }`, nil, false},
+		{"a change's state without the payload permission", metadata, `{ changes(since: 0) { changes { run { ... on Run { id state } } } } }`, nil, false},
+		{"payloads with the permission", payloads,
+			`{ listRuns { nodes { ... on Run { id state waiting { request } } } } changes(since: 0) { changes { run { ... on Run { state } } } } }`, nil, true},
+		{"a cursor of another principal's list", payloads, `query($c: String) { listRuns(first: 2, after: $c) { edges { cursor } } }`,
+			map[string]any{"c": cursor}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			directURL, generalURL := serve(c.p, true), serve(c.p, false)
+			logs.Reset()
+			mu.Lock()
+			clear(stmts)
+			mu.Unlock()
+			dStatus, dBody := postRaw(t, directURL, c.query, c.vars)
+			gStatus, gBody := postRaw(t, generalURL, c.query, c.vars)
+			if dStatus != gStatus || !bytes.Equal(dBody, gBody) {
+				t.Fatalf("the answers differ:\ndirect   %d %s\nexecutor %d %s", dStatus, dBody, gStatus, gBody)
+			}
+			if answered := strings.Contains(logs.String(), `"direct":true`); answered != c.direct {
+				t.Errorf("answered directly: %v, want %v (%s)", answered, c.direct, dBody)
+			}
+			mu.Lock()
+			if !slices.Equal(stmts[true], stmts[false]) {
+				t.Errorf("statements: direct %v, executor %v", stmts[true], stmts[false])
+			}
+			mu.Unlock()
+			if bytes.Contains(dBody, []byte(`"loop"`)) || bytes.Contains(dBody, []byte(`"fan"`)) {
+				t.Errorf("a run out of scope is in the answer: %s", dBody)
+			}
+			forbidden := bytes.Contains(dBody, []byte(`"FORBIDDEN"`))
+			if wantForbidden := !c.direct && c.p == metadata; forbidden != wantForbidden {
+				t.Errorf("FORBIDDEN errors: %v, want %v: %s", forbidden, wantForbidden, dBody)
+			}
+		})
 	}
 }
