@@ -26,7 +26,10 @@ import (
 //
 // It knows runs by id and every field of Run but the journal's (its
 // scalars, owner, claim, cancellation, waiting, parent, children and
-// rounds pages), and MissingRun. Anything else —
+// rounds pages), and MissingRun; and the root fields that read by
+// themselves (direct_list.go): pages of listRuns, the change feed,
+// countRuns and the position, with every field of the types below them.
+// Anything else —
 // another field, @defer, an error anywhere, a null the schema forbids —
 // makes it give up before it has answered anything, and the executor
 // answers the operation instead, finding everything read already.
