@@ -4,21 +4,25 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// readBelow reads ahead, as the read-ahead does from the root, what sel,
-// the selection of a root field, asks below v (a page of listRuns, the
-// feed of changes), whose own read was not a loader's.
-func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet, v any) {
+// readBelow reads ahead, as the read-ahead does from the root, what f, a
+// root field, selects below v (a page of listRuns, the feed of changes),
+// whose own read was not a loader's.
+func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField, v any) {
 	if page, ok := v.(*snapshot.Page); ok && page != nil {
 		for _, e := range page.Edges {
 			l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 		}
 	}
-	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{v}}, false)
+	if !l.p.mayRead(oc, f) {
+		// Nothing below reads: the walk would only box every edge and
+		// run of the page to find so.
+		return
+	}
+	l.walkFrom(ctx, oc, level{sel: f.Selections, objs: []any{v}}, false)
 }
 
 // changeRunKeys are the keys of Change.run: the changed runs' ids.

@@ -64,7 +64,7 @@ func (l *loaders) root(ctx context.Context, oc *graphql.OperationContext, f grap
 	r.once.Do(func() {
 		r.v, r.err = read()
 		if r.err == nil {
-			l.readBelow(ctx, oc, f.Selections, r.v)
+			l.readBelow(ctx, oc, f, r.v)
 		}
 	})
 	return r.v, r.err
