@@ -21,9 +21,11 @@ import (
 // fields: for every field of Run, MissingRun and every type reached from
 // them (owner, claim, cancellation, waiting, parent, the children and
 // rounds pages, their edges and page info, the journal's pages, steps of
-// each kind, attempts, inbound events and log entries), it selects that
-// field alone on a run that has it, and requires the direct answer to
-// write it, byte for byte as the executor does.
+// each kind, attempts, inbound events and log entries), and for every
+// field of every type below the root fields that read by themselves
+// (listRuns, changes, countRuns, position), it selects that field alone
+// where it has a value, and requires the direct answer to write it, byte
+// for byte as the executor does.
 func TestTheDirectAnswerKnowsEveryField(t *testing.T) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) { directAnswerKnowsEveryField(t, d) })
@@ -62,20 +64,38 @@ func directAnswerKnowsEveryField(t *testing.T, d store.Dialect) {
 		"MissingRun": {"gone", func(sel string) string { return "... on MissingRun { " + sel + " }" }},
 	}
 	queue = append(queue, "Run", "MissingRun")
+	// The root fields that read by themselves: each type below them is
+	// walked again under its root ("Type@root"), where wrap makes the
+	// whole operation.
+	for root, op := range map[string]func(sel string) string{
+		"listRuns": func(sel string) string {
+			return `query($id: ID!) { listRuns(filter: {parentRunId: $id}, first: 3) { ` + sel + ` } }`
+		},
+		"changes": func(sel string) string { return `{ changes(since: 0, first: 3) { ` + sel + ` } }` },
+		"countRuns": func(sel string) string {
+			return `query($id: ID!) { countRuns(filter: {parentRunId: $id}, upTo: 5) { ` + sel + ` } }`
+		},
+		"position": func(sel string) string { return `{ position { ` + sel + ` } }` },
+	} {
+		typ := schema.Types["Query"].Fields.ForName(root).Type.Name()
+		reach[typ+"@"+root] = at{"parent", op}
+		queue = append(queue, typ+"@"+root)
+	}
 	for len(queue) > 0 {
-		typ := queue[0]
+		key := queue[0]
 		queue = queue[1:]
-		if seen[typ] {
+		if seen[key] {
 			continue
 		}
-		seen[typ] = true
+		seen[key] = true
+		typ, root, _ := strings.Cut(key, "@")
 		def := schema.Types[typ]
 		for _, f := range def.Fields {
 			if strings.HasPrefix(f.Name, "__") {
 				continue
 			}
 			name := typ + "." + f.Name
-			where := reach[typ]
+			where := reach[key]
 			if typ == "Run" && runOf[f.Name] != "" {
 				where.id = runOf[f.Name]
 			}
@@ -94,16 +114,23 @@ func directAnswerKnowsEveryField(t *testing.T, d store.Dialect) {
 					cond = func(typ, s string) string { return "... on " + typ + " { " + s + " }" }
 				}
 				for _, next := range targets {
-					if _, ok := reach[next]; ok || seen[next] || schema.Types[next].Kind != ast.Object {
+					nkey := next
+					if root != "" {
+						nkey += "@" + root
+					}
+					if _, ok := reach[nkey]; ok || seen[nkey] || schema.Types[next].Kind != ast.Object {
 						continue
 					}
 					inner, wrap := f.Name, where.wrap
-					reach[next] = at{where.id, func(s string) string { return wrap(inner + " { " + cond(next, s) + " }") }}
-					queue = append(queue, next)
+					reach[nkey] = at{where.id, func(s string) string { return wrap(inner + " { " + cond(next, s) + " }") }}
+					queue = append(queue, nkey)
 				}
 			}
 			query := `query($id: ID!) { run(id: $id) { ` + where.wrap(sel) + ` } }`
-			t.Run(name, func(t *testing.T) {
+			if root != "" {
+				query = where.wrap(sel)
+			}
+			t.Run(key+"."+f.Name, func(t *testing.T) {
 				logs.Reset()
 				dStatus, dBody := postRaw(t, e.url, query, map[string]any{"id": where.id})
 				gStatus, gBody := postRaw(t, general.URL, query, map[string]any{"id": where.id})
@@ -124,7 +151,8 @@ func directAnswerKnowsEveryField(t *testing.T, d store.Dialect) {
 	}
 	for _, typ := range []string{"Owner", "Claim", "Cancellation", "CancelAcknowledgement", "Waiting", "RunConnection", "RunEdge", "PageInfo",
 		"StepConnection", "StepEdge", "RunStep", "SleepStep", "WaitStep", "Attempt",
-		"InboundEventConnection", "InboundEventEdge", "InboundEvent", "RunEventConnection", "RunEventEdge", "RunEvent"} {
+		"InboundEventConnection", "InboundEventEdge", "InboundEvent", "RunEventConnection", "RunEventEdge", "RunEvent",
+		"RunConnection@listRuns", "RunEdge@listRuns", "PageInfo@listRuns", "ChangeFeed@changes", "Change@changes", "RunCount@countRuns", "Position@position"} {
 		if !seen[typ] {
 			t.Errorf("the walk did not reach %s", typ)
 		}

@@ -70,6 +70,12 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 	must(t, w.Claim(ctx, oddID+" claimed", ownerOdd))
 	must(t, w.Wait(ctx, oddID+" waits", engine.Waiting{Reason: "a \"reason\" <&>\n\u2028", Request: json.RawMessage(" [ \"<x>\" , {\"y\" : null} ] ")}))
 
+	for _, id := range []string{"done-1", "done-2"} {
+		must(t, w.CreateRun(ctx, engine.NewRun{ID: id, FlowName: "done"}))
+		must(t, w.Start(ctx, id, ownerOdd))
+		must(t, w.Complete(ctx, id, json.RawMessage(`{"ok":true}`)))
+	}
+
 	var stmts []int
 	var mu sync.Mutex
 	general := httptest.NewServer(endpoint.NewHandler(e.reader, endpoint.Options{NoDirect: true, OnOperation: func(rd *snapshot.Read) {
@@ -84,8 +90,13 @@ func directAnswersAsTheExecutor(t *testing.T, d store.Dialect) {
 	writeDirectJournal(t, e.db, true)
 	steps := e.ok(`{ a: run(id: "j-all") { ... on Run { steps(first: 2) { pageInfo { endCursor } } } }
 		b: run(id: "broken") { ... on Run { steps(first: 2) { pageInfo { endCursor } } } } }`, nil)
+	list := e.ok(`{ listRuns(filter: {flowName: "leaf"}, first: 3) { pageInfo { endCursor } } position { source revision } }`, nil)
+	listAfter := get(list.Data, "listRuns", "pageInfo", "endCursor").(string)
+	source := get(list.Data, "position", "source").(string)
+	revision := int64(get(list.Data, "position", "revision").(float64))
 	cases := append(directCases(after), directJournalCases(get(steps.Data, "a", "steps", "pageInfo", "endCursor").(string),
 		get(steps.Data, "b", "steps", "pageInfo", "endCursor").(string))...)
+	cases = append(cases, directListCases(listAfter, source, revision)...)
 
 	sent := map[string]bool{}
 	for _, c := range cases {
@@ -197,7 +208,7 @@ func directCases(after string) []directCase {
 			vars:  map[string]any{"ids": ids}},
 		{name: "a run without a journal", cached: true, direct: true,
 			query: `{ run(id: "waiter") { ... on Run { id steps(first: 1) { pageInfo { hasNextPage } } currentStep { id } } } }`},
-		{name: "the position", cached: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
+		{name: "the position", cached: true, direct: true, query: `{ position { revision } run(id: "waiter") { ... on Run { id } } }`},
 		{name: "an empty batch", cached: true, query: `{ runs(ids: []) { ... on Run { id } } }`},
 		{name: "a malformed id in a batch",
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id } } }`, vars: map[string]any{"ids": []any{"waiter", ""}}},

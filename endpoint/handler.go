@@ -37,7 +37,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	opts.subscriptions = newPlaces("subscriptions", 0, opts.MaxSubscriptionsPerClient)
 	opts.events = make(chan struct{}, opts.MaxEvents)
 	es := graph.NewSchema(reader)
-	planner := plan.New(es.Schema())
+	planner := plan.New(es.Schema()).WithRootArgs(graph.RootArgs(es))
 	srv := handler.New(es)
 	addLiveTransports(srv, opts)
 	srv.AddTransport(transport.GET{})

@@ -15,7 +15,9 @@ import (
 // loadListShapes are the shapes of BenchmarkLoad that find runs without
 // knowing their ids: a listRuns page of 100, newest first, per filter of
 // RunFilter (list-<filter>), and a page of 100 of the change feed with each
-// change's run (changes), each beside bare SQL reading the same rows. The
+// change's run (changes), each beside bare SQL reading the same rows, and
+// each again with every field of its pages and runs selected
+// (flowsnapEveryField, x-fields). The
 // values filtered on are the store's own: its most common flow name,
 // parent, execution parent and lineage, a month before its newest run, its
 // median finish and 90th-percentile heartbeat. By default only list-status
@@ -111,8 +113,9 @@ func loadListShapes(b *testing.B, d store.Dialect, db *store.DB, runCols string)
 		}
 		raw := `SELECT ` + runCols + ` FROM flows_runs r WHERE ` + f.terms + ` ORDER BY r.` + col + ` DESC, r.run_id DESC LIMIT 101`
 		shapes = append(shapes, loadShape{name: "list-" + f.name, query: listQuery,
-			vars: func(string) map[string]any { return vars },
-			raw:  func(tx store.Tx, _ string) error { return rawRows(tx, raw) }})
+			vars:  func(string) map[string]any { return vars },
+			raw:   func(tx store.Tx, _ string) error { return rawRows(tx, raw) },
+			every: `query($f: RunFilter, $o: RunOrder) { listRuns(filter: $f, order: $o, first: 100) ` + everyPageField + ` }`})
 	}
 	// The change feed as a projection reads it: each change with its run.
 	// Bare SQL bounds the page by the position, as the feed does.
@@ -121,6 +124,8 @@ func loadListShapes(b *testing.B, d store.Dialect, db *store.DB, runCols string)
 	shapes = append(shapes, loadShape{name: "changes",
 		query: `query($s: SafeInt!) { changes(since: $s, first: 100) { changes { runId revision deleted
 			run { ... on Run { id status flowName createdAt } ... on MissingRun { id deleted } } } nextRevision hasMore } }`,
+		every: `query($s: SafeInt!) { changes(since: $s, first: 100) { __typename changes { __typename runId revision deleted
+			run { __typename ` + everyRunField + ` } } nextRevision hasMore } }`,
 		vars: func(string) map[string]any { return map[string]any{"s": since} },
 		raw: func(tx store.Tx, _ string) error {
 			var rev int64

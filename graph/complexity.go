@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowsnap/flowsnap/access"
+	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store/vocab"
 )
@@ -115,7 +116,7 @@ func listCost(reader *snapshot.Reader, child int, filter *snapshot.RunFilter, or
 // countRunsCost is the cost of countRuns, for a principal of scope (none
 // given: every run).
 func countRunsCost(reader *snapshot.Reader, filter *snapshot.RunFilter, upTo *int64, scope ...access.Scope) int {
-	f, n := countArgs(filter, upTo)
+	f, n := plan.CountArgs(filter, upTo)
 	return reader.CountCost(f, min(max(n, 0), snapshot.MaxCountUpTo), scope...)
 }
 
@@ -147,20 +148,6 @@ func (s scopedCost) Complexity(ctx context.Context, typeName, field string, chil
 		return countRunsCost(s.reader, args["filter"].(*snapshot.RunFilter), args["upTo"].(*int64), scope), true
 	}
 	return s.executableSchema.Complexity(ctx, typeName, field, child, raw)
-}
-
-// countArgs are a count's arguments with their defaults: no filter, and
-// DefaultCountUpTo.
-func countArgs(filter *snapshot.RunFilter, upTo *int64) (snapshot.RunFilter, int64) {
-	var f snapshot.RunFilter
-	if filter != nil {
-		f = *filter
-	}
-	n := int64(snapshot.DefaultCountUpTo)
-	if upTo != nil {
-		n = *upTo
-	}
-	return f, n
 }
 
 // countCost is what a count up to upTo costs.

@@ -19,41 +19,18 @@ func (r *changeResolver) Run(ctx context.Context, objs []*snapshot.Change) ([]sn
 
 // Changes is the resolver for the changes field.
 func (r *queryResolver) Changes(ctx context.Context, since int64, source *string, first *int) (*snapshot.ChangeFeed, error) {
-	feed, err := r.Reader.Changes(ctx, snapshot.ChangesRequest{Since: since, Source: source, First: first})
-	if err == nil {
-		plan.ReadAheadBelow(ctx, feed)
-	}
-	return feed, err
+	return plan.Changes(ctx, r.Reader, snapshot.ChangesRequest{Since: since, Source: source, First: first})
 }
 
 // ListRuns is the resolver for the listRuns field.
 func (r *queryResolver) ListRuns(ctx context.Context, filter *snapshot.RunFilter, order *snapshot.RunOrder, first *int, after *string) (*snapshot.Page, error) {
-	req := snapshot.ListRequest{First: first, After: after}
-	if filter != nil {
-		req.Filter = *filter
-	}
-	if order != nil {
-		req.Order = *order
-	}
-	if after != nil && *after == "" {
-		req.After = nil // docs/contract.md#client-conventions: an empty cursor is no cursor
-	}
-	page, err := r.Reader.ListRuns(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	plan.ReadAheadBelow(ctx, page)
-	return page, nil
+	return plan.ListRuns(ctx, r.Reader, plan.ListRequest(filter, order, first, after))
 }
 
 // CountRuns is the resolver for the countRuns field.
 func (r *queryResolver) CountRuns(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) (*snapshot.RunCount, error) {
-	f, n := countArgs(filter, upTo)
-	c, err := r.Reader.CountRuns(ctx, f, n)
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	f, n := plan.CountArgs(filter, upTo)
+	return plan.CountRuns(ctx, r.Reader, f, n)
 }
 
 // Change returns ChangeResolver implementation.

@@ -8,12 +8,13 @@ package graph
 import (
 	"context"
 
+	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
 // RunStats is the resolver for the runStats field.
 func (r *queryResolver) RunStats(ctx context.Context, filter *snapshot.RunFilter, upTo *int64) ([]snapshot.StatusCount, error) {
-	f, n := countArgs(filter, upTo)
+	f, n := plan.CountArgs(filter, upTo)
 	return r.Reader.RunStats(ctx, f, n)
 }
 

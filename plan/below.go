@@ -8,20 +8,21 @@ import (
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// ReadAheadBelow reads ahead, as the read-ahead does from the root, what
-// the selection of the field being resolved asks below v (a page of
-// listRuns, the feed of changes), whose own read was not a loader's.
-func ReadAheadBelow(ctx context.Context, v any) {
-	l, oc, fc := from(ctx), graphql.GetOperationContext(ctx), graphql.GetFieldContext(ctx)
-	if l == nil || oc == nil || fc == nil {
-		return
-	}
-	if page, ok := v.(*snapshot.Page); ok {
+// readBelow reads ahead, as the read-ahead does from the root, what f, a
+// root field, selects below v (a page of listRuns, the feed of changes),
+// whose own read was not a loader's.
+func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField, v any) {
+	if page, ok := v.(*snapshot.Page); ok && page != nil {
 		for _, e := range page.Edges {
 			l.runs.prime(e.RunID, e.Node.Value, e.Node.Err)
 		}
 	}
-	l.walkFrom(ctx, oc, level{sel: fc.Field.Selections, objs: []any{v}}, false)
+	if !l.p.mayRead(oc, f) {
+		// Nothing below reads: the walk would only box every edge and
+		// run of the page to find so.
+		return
+	}
+	l.walkFrom(ctx, oc, level{sel: f.Selections, objs: []any{v}}, false)
 }
 
 // changeRunKeys are the keys of Change.run: the changed runs' ids.

@@ -28,14 +28,18 @@ import (
 // cancellation, waiting, parent, children and rounds pages, and its
 // journal: steps of each kind with their attempts and parent steps, the
 // current step, inbound events and the lifecycle log, written in
-// direct_journal.go), and MissingRun. Anything else — another field,
-// @defer, an error anywhere (a journal row that does not decode, a
-// payload the principal may not read), a null the schema forbids —
+// direct_journal.go), and MissingRun; and the root fields that read by
+// themselves (direct_list.go): pages of listRuns, the change feed,
+// countRuns and the position, with every field of the types below them.
+// Anything else — another field, @defer, an error anywhere (a journal row
+// that does not decode, a payload the principal may not read), a null the
+// schema forbids —
 // makes it give up before it has answered anything, and the executor
 // answers the operation instead, finding everything read already.
 
 // directRootFields are the root fields a direct answer knows.
-var directRootFields = map[string]bool{"__typename": true, "run": true, "node": true, "runs": true}
+var directRootFields = map[string]bool{"__typename": true, "run": true, "node": true, "runs": true,
+	"listRuns": true, "changes": true, "countRuns": true, "position": true}
 
 // AnswerDirect returns the response of the operation in ctx when every
 // field it selects is one the direct answer knows and nothing fails; nil
@@ -248,6 +252,8 @@ func (w *directWriter) query(fields []graphql.CollectedField) bool {
 				return false
 			}
 			return w.snapshots(f.Selections, len(snaps), func(i int) snapshot.Snapshot { return snaps[i] })
+		case "listRuns", "changes", "countRuns", "position":
+			return w.root(f)
 		default:
 			return false
 		}
@@ -493,8 +499,13 @@ func (w *directWriter) page(f graphql.CollectedField, r *snapshot.Run) bool {
 	if err != nil || len(pages) != 1 || pages[0] == nil {
 		return false
 	}
-	p := pages[0]
-	fields, ok := w.collect(f.Selections, w.l.p.implementors["RunConnection"])
+	return w.connection(f.Selections, pages[0])
+}
+
+// connection writes a page of runs: a run's children or rounds, or a page
+// of listRuns.
+func (w *directWriter) connection(sel ast.SelectionSet, p *snapshot.Page) bool {
+	fields, ok := w.collect(sel, w.l.p.implementors["RunConnection"])
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":

@@ -64,6 +64,8 @@ type loaders struct {
 	// args are the operation's fields' arguments (see argsOf).
 	args   map[*ast.Field]*args
 	argsMu sync.Mutex
+	// roots are the reads of root fields that read by themselves (roots.go).
+	roots rootReads
 }
 
 // journal returns the journal's loaders.

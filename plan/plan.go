@@ -6,6 +6,9 @@
 // resolves, the read-ahead (readahead.go) walks the operation's selection
 // level by level and asks each loader for every key of a level at once; a
 // query that one statement can read is read in that one statement. The
+// root fields that read by themselves (a page of listRuns, the change
+// feed, a count) are read once per operation (roots.go), and what they
+// select below is read ahead the same way. The
 // direct answer (direct.go) then writes the response of the queries whose
 // every field it knows straight from the loaders, byte for byte as the
 // executor would. The package is given the schema the operations were
@@ -28,6 +31,9 @@ type Planner struct {
 	// are selected under: itself, its interfaces and the unions it belongs
 	// to.
 	implementors map[string][]string
+	// rootArgs decodes root fields' arguments (WithRootArgs); nil leaves
+	// the root fields that read by themselves to the executor.
+	rootArgs RootArgs
 }
 
 // New returns the planner of operations validated against schema.
