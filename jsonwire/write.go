@@ -63,6 +63,31 @@ func AppendQuoted(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// compactPlain reports whether the JSON value raw is written as it is:
+// no white space between its tokens (inside strings it is the strings'
+// own) and none of <, >, & or the first byte of a line or paragraph
+// separator anywhere.
+func compactPlain(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '<' || c == '>' || c == '&' || c == 0xE2:
+			return false
+		case in:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			return false
+		}
+	}
+	return true
+}
+
 // AppendJSON appends a JSON value as encoding/json writes it in a
 // response: compact, with <, >, & and the line and paragraph separators
 // escaped. Most values are compact already and hold none of those, and are
@@ -71,14 +96,7 @@ func AppendJSON(b []byte, raw json.RawMessage) []byte {
 	if raw == nil {
 		return append(b, "null"...)
 	}
-	plain := true
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xE2:
-			plain = false
-		}
-	}
-	if plain {
+	if compactPlain(raw) {
 		return append(b, raw...)
 	}
 	var compact bytes.Buffer

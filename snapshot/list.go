@@ -396,7 +396,11 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 		if !l.scoped(scope, f) {
 			return nil
 		}
-		return q.listPage(page, runsIn(q.dialect(), listStatement(l.keyset(req.Order.key(), after, size+1))), l.args, size, anchor, req.Order)
+		keyset := l.keyset(req.Order.key(), after, size+1)
+		if c := q.listCache(); c != nil {
+			return q.cachedListPage(c, page, listRevisions(keyset), l.args, size, anchor, req.Order)
+		}
+		return q.listPage(page, runsIn(q.dialect(), listStatement(keyset)), l.args, size, anchor, req.Order)
 	})
 	return page, err
 }
@@ -419,12 +423,87 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 		raw.id = raw.rowID()
 		snap, err := raw.decode(q.pos())
 		snap, err = show(scope, snap, err)
-		c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: raw.id, Revision: q.pos().Revision})
-		page.Edges = append(page.Edges, Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}})
+		page.Edges = append(page.Edges, q.listEdge(anchor, ord, raw.id, Result[Snapshot]{Value: snap, Err: err}))
 	}
 	if err := rows.Err(); err != nil {
 		return persistenceUnlessCoded(err, "listing runs")
 	}
+	page.settle(size, order)
+	return nil
+}
+
+// listEdge is the edge of a list's run id at ord, its cursor at the read's
+// position.
+func (q *querier) listEdge(anchor string, ord int64, id string, node Result[Snapshot]) Edge {
+	c := cursor.Encode(cursor.Cursor{Source: q.pos().Source, Anchor: anchor, Kind: cursor.List, Ordinal: ord, Last: id, Revision: q.pos().Revision})
+	return Edge{Cursor: c, Ordinal: ord, RunID: id, Node: node}
+}
+
+// listRevisions is a list page's statement for a reader with a run cache:
+// the page's ordinals and ids with their change rows alone, as
+// selectRevisions reads a batch's, four columns where listStatement reads
+// thirty (a run's row costs several times its change row).
+func listRevisions(keyset string) string {
+	return `SELECT q.ord, q.id, c.revision, c.deleted,
+	CASE WHEN c.revision IS NULL OR c.deleted <> 0 THEN (SELECT 1 FROM flows_runs r WHERE r.run_id = q.id) END
+FROM (` + keyset + `) AS q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id`
+}
+
+// listCache returns the reader's run cache when a list page may be read
+// through it: a page whose runs it does not hold at their revisions needs
+// a second statement, so the read must be a transaction (not run alone,
+// not ending with this statement).
+func (q *querier) listCache() *runCache {
+	c := q.rd.r.cache
+	if c == nil || q.rd.ranAlone || q.last {
+		return nil
+	}
+	q.rd.alone = false
+	return c
+}
+
+// cachedListPage reads a list page through the run cache c: the ids and
+// change rows of the page (listRevisions's statement, under the statement
+// limit), the runs c holds at those revisions from c, and the rest in one
+// statement by id, as a batch reads them.
+func (q *querier) cachedListPage(c *runCache, page *Page, sql string, args []any, size int, anchor string, order RunOrder) error {
+	var ord int64
+	var raw rawRun
+	var misses []string
+	var missAt []int
+	scope := scopeOf(q.ctx)
+	dest := append([]any{&ord}, raw.revisionDest()...)
+	err := q.eachOf(q.limited, sql, args, dest, "listing runs", func() error {
+		id := raw.rowID()
+		res, ok := c.fromRevision(&raw, id, q.pos())
+		if !ok {
+			misses, missAt = append(misses, id), append(missAt, len(page.Edges))
+		}
+		page.Edges = append(page.Edges, q.listEdge(anchor, ord, id, showResult(scope, res)))
+		raw = rawRun{}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(misses) > 0 {
+		b := newIDRuns(misses, scope)
+		if err := q.decodedRuns(b, b.distinct); err != nil {
+			return err
+		}
+		res, _ := b.results()
+		for i, at := range missAt {
+			page.Edges[at].Node = res[i]
+		}
+	}
+	page.settle(size, order)
+	return nil
+}
+
+// settle puts a list page's edges in order (the statement leaves that to
+// Go, so that it has no sort beyond its index scans) and cuts it to size.
+func (page *Page) settle(size int, order RunOrder) {
 	sort.Slice(page.Edges, func(i, j int) bool {
 		a, b := page.Edges[i], page.Edges[j]
 		less := a.Ordinal < b.Ordinal || (a.Ordinal == b.Ordinal && a.RunID < b.RunID)
@@ -440,7 +519,6 @@ func (q *querier) listPage(page *Page, sql string, args []any, size int, anchor 
 	if n := len(page.Edges); n > 0 {
 		page.PageInfo.EndCursor = &page.Edges[n-1].Cursor
 	}
-	return nil
 }
 
 // CountRuns counts the runs filter selects, up to upTo (0..MaxCountUpTo), in

@@ -244,3 +244,110 @@ func TestRunCacheAnswersOneRunAlone(t *testing.T) {
 		noOpenReads(t, f.ro)
 	})
 }
+
+// TestListPagesThroughTheRunCache reads a list page again and again while
+// its runs change, are deleted and are broken, through a reader with the
+// run cache (on in both dialects here), and checks each page against a
+// reader without it: the same edges, cursors and runs, the cached ones
+// read by their change rows alone.
+func TestListPagesThroughTheRunCache(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		ctx := context.Background()
+		ids := make([]string, 8)
+		var runs []engine.NewRun
+		for i := range ids {
+			ids[i] = fmt.Sprintf("r%d", i)
+			runs = append(runs, engine.NewRun{ID: ids[i], FlowName: "listed"})
+		}
+		f.create(t, runs...)
+		f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
+		uncached := snapshot.NewReader(f.ro)
+		uncached.SetRunCache(0)
+		flow := "listed"
+		req := snapshot.ListRequest{Filter: snapshot.RunFilter{FlowName: &flow}, First: ptr(5)}
+
+		// read reads the first two pages of req through f.r and through
+		// uncached, each pair in one snapshot of the store, checks them
+		// against each other and returns how many statements f.r's first
+		// page ran and how many runs the cache answered.
+		read := func(t *testing.T) (statements int, hits uint64) {
+			t.Helper()
+			before, _, _ := f.r.RunCacheStats()
+			var after *string
+			for page := range 2 {
+				r := req
+				r.After = after
+				rctx, rd := f.r.Begin(ctx)
+				got, err := f.r.ListRuns(rctx, r)
+				if page == 0 {
+					statements = rd.Statements()
+				}
+				rd.End()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := uncached.ListRuns(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Edges) != len(want.Edges) || got.PageInfo.HasNextPage != want.PageInfo.HasNextPage {
+					t.Fatalf("page %d: %d edges (more: %v), want %d (more: %v)", page, len(got.Edges), got.PageInfo.HasNextPage, len(want.Edges), want.PageInfo.HasNextPage)
+				}
+				for i, e := range got.Edges {
+					w := want.Edges[i]
+					if e.RunID != w.RunID || e.Ordinal != w.Ordinal || e.Cursor != w.Cursor ||
+						fault.CodeOf(e.Node.Err) != fault.CodeOf(w.Node.Err) || !reflect.DeepEqual(e.Node.Value, w.Node.Value) {
+						t.Errorf("page %d, edge %d: %s %d %#v (%v), want %s %d %#v (%v)", page, i, e.RunID, e.Ordinal, e.Node.Value, e.Node.Err, w.RunID, w.Ordinal, w.Node.Value, w.Node.Err)
+					}
+				}
+				after = got.PageInfo.EndCursor
+			}
+			now, _, _ := f.r.RunCacheStats()
+			return statements, now - before
+		}
+
+		// A page reads one run more than it holds, to know whether another
+		// follows: the first page's last run read is the second's first.
+		t.Run("a first read reads the rows", func(t *testing.T) {
+			if n, hits := read(t); n != 3 || hits != 1 {
+				t.Fatalf("%d statements and %d runs from the cache, want 3 (the position, the page's change rows and its runs) and 1", n, hits)
+			}
+		})
+		t.Run("unchanged runs are read by their change rows", func(t *testing.T) {
+			if n, hits := read(t); n != 2 || hits != uint64(len(ids)+1) {
+				t.Fatalf("%d statements and %d runs from the cache, want 2 (the position and the page's change rows) and %d", n, hits, len(ids)+1)
+			}
+		})
+		t.Run("a changed run is read again", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Start(ctx, ids[7], worker) })
+			if _, hits := read(t); hits != uint64(len(ids)) {
+				t.Fatalf("%d runs from the cache, want %d", hits, len(ids))
+			}
+		})
+		t.Run("a deleted run leaves the page", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Delete(ctx, ids[4]) })
+			read(t)
+		})
+		t.Run("a run broken since it was cached fails its edge", func(t *testing.T) {
+			snapshottest.Loosen(t, f.db).Exec(t, `UPDATE flows_runs SET execution_parent_id = 'r0' WHERE run_id = 'r5'`)
+			read(t)
+			p, err := f.r.ListRuns(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			broken := 0
+			for _, e := range p.Edges {
+				if e.RunID == "r5" && fault.CodeOf(e.Node.Err) == fault.DecodeFailed {
+					broken++
+				}
+			}
+			if broken != 1 {
+				t.Fatalf("the broken run's edge did not fail with DECODE_FAILED: %+v", p.Edges)
+			}
+		})
+		noOpenReads(t, f.ro)
+	})
+}
