@@ -18,7 +18,7 @@ func ListSQL(d store.Dialect, req ListRequest, after *cursor.Cursor) (string, []
 	}
 	l := f.where(d)
 	size, _ := pageSize(req.First)
-	return runsIn(d, listStatement(l.keyset(req.Order.key(), after, size+1))), l.args
+	return l.page(req.Order.key(), after, size+1), l.args
 }
 
 // ListDigest is the anchor of the list cursors of req.
