@@ -133,7 +133,7 @@ func BenchmarkListRunsPostgres(b *testing.B) {
 		// The cursor at the filter's depth: its D-th newest run, or its
 		// oldest but 1,000 when it selects fewer.
 		var n int64
-		one(`SELECT count(*) FROM (SELECT 1 FROM flows_runs WHERE `+fl.terms+` LIMIT 1000001) AS k`, &n)
+		one(`SELECT count(*) FROM (SELECT 1 FROM flows_runs WHERE `+fl.terms+` LIMIT `+strconv.FormatInt(depth+1001, 10)+`) AS k`, &n)
 		d := max(0, min(depth, n-1000))
 		var lastID string
 		var lastCreated int64
