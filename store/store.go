@@ -517,9 +517,9 @@ func (d Dialect) SpellsLimits() bool { return d == Postgres }
 // index reads its runs in that range, joined to their changes, rather than
 // reading the range's run ids and joining the runs to them by primary key.
 // On PostgreSQL the ids' join costs a second index descent and heap visit
-// per run, and more planning, for rows the range's own scan reaches; on
-// SQLite the index holds the keyset, and the join back reads only the
-// page's rows, as the direct read does.
+// per run of the page, for rows the range's own scan reaches (see
+// docs/benchmarks.md). SQLite keeps the keyset statement its benchmarks
+// measure, whose ids its indexes hold.
 func (d Dialect) ReadsRanges() bool { return d == Postgres }
 
 // TextList returns a SELECT of one text column, id, holding the elements of
