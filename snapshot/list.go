@@ -261,9 +261,9 @@ func (l *listQuery) limit(n int) string {
 	return l.arg(n)
 }
 
-// order returns the terms that place a page of k after (ord, last) when
-// after is set, and its ORDER BY ... LIMIT, with the columns qualified by
-// t ("" or "alias.").
+// order returns the terms that place a page of k after the cursor after
+// when it is set, its ORDER BY ... LIMIT, whose columns t ("" or "alias.")
+// qualifies, and the LIMIT's value.
 func (l *listQuery) order(k key, after *cursor.Cursor, limit int, t string) (terms []string, orderBy, lim string) {
 	cmp, dir, bound := ">", "", ">="
 	if k.desc {
@@ -330,7 +330,7 @@ func (l *listQuery) page(k key, after *cursor.Cursor, limit int) string {
 	keyTerms, orderBy, _ := l.order(k, after, limit, "r.")
 	// The change's run_id is renamed, so that the filter's terms, which
 	// name the runs' columns bare, name them alone.
-	return runsIn(l.d, `SELECT r.`+k.column+` AS ord, `+strings.Replace(runColumns, "q.id", "r.run_id", -1)+`
+	return runsIn(l.d, `SELECT r.`+k.column+` AS ord, `+rangeColumns+`
 FROM flows_runs r
 LEFT JOIN flows_run_changes AS c (changed_run_id) ON c.changed_run_id = r.run_id`+l.whereOf(l.branches[0], keyTerms)+orderBy)
 }
@@ -363,6 +363,10 @@ func (l *listQuery) countSelect(col string, limit int) string {
 	// The branches are disjoint: limit rows of their union are the count's.
 	return "SELECT one FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") AS u LIMIT " + lim
 }
+
+// rangeColumns are runColumns as a page read in its range names them:
+// the run's id is its row's.
+var rangeColumns = strings.ReplaceAll(runColumns, "q.id", "r.run_id")
 
 func listStatement(keyset string) string {
 	// The runs are joined by primary key; the page is put in order in Go,
