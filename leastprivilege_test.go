@@ -172,7 +172,10 @@ func TestServeNeedsNoPrivilegeOnTheWaitingToken(t *testing.T) {
 			t.Errorf("run %v: waiting %v, want the digest %s", run["id"], w, want[run["id"].(string)])
 		}
 	}
+	// A filter of several ranges, and one of a single range, whose page
+	// PostgreSQL reads in it (store.Dialect.ReadsRanges).
 	post(`{ listRuns(first: 50, filter: { waitingKind: [APPROVAL, SIGNAL, HUMAN, TIMER, QUOTA, OTHER] }) { nodes { ... on Run { id waiting { tokenDigest } } } }
+  oneRange: listRuns(first: 50, filter: { waitingKind: [APPROVAL] }) { nodes { ... on Run { id waiting { tokenDigest } } } }
   countRuns { count } runStats { count } flows { nodes } changes(since: 0, first: 100) { changes { run { ... on Run { id waiting { tokenDigest } } } } }
   runActivity(since: "2020-01-01T00:00:00.000Z", until: "2020-01-02T00:00:00.000Z") { started } }`, nil)
 

@@ -9,8 +9,9 @@ import (
 // Hooks for the tests of package snapshot_test.
 
 // ListSQL returns the statement and arguments ListRuns reads a page of req
-// with after the cursor after (nil: the first page), for tests that read
-// its plan.
+// with after the cursor after (nil: the first page) through a Reader as
+// NewReader makes it, for tests that read its plan: on SQLite, whose
+// readers have a run cache, the page's change rows (listRevisions).
 func ListSQL(d store.Dialect, req ListRequest, after *cursor.Cursor) (string, []any) {
 	f := req.Filter.canonical()
 	if req.Order == "" {
@@ -18,7 +19,10 @@ func ListSQL(d store.Dialect, req ListRequest, after *cursor.Cursor) (string, []
 	}
 	l := f.where(d)
 	size, _ := pageSize(req.First)
-	return runsIn(d, listStatement(l.keyset(req.Order.key(), after, size+1))), l.args
+	if d.InProcess() {
+		return listRevisions(l.keyset(req.Order.key(), after, size+1)), l.args
+	}
+	return l.page(req.Order.key(), after, size+1), l.args
 }
 
 // ListDigest is the anchor of the list cursors of req.

@@ -261,34 +261,44 @@ func (l *listQuery) limit(n int) string {
 	return l.arg(n)
 }
 
-// keyset returns the SELECT of run ids in the order of k, after (ord,
-// last) when after, at most limit of them, one sub-select per branch.
-func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
+// order returns the terms that place a page of k after the cursor after
+// when it is set, its ORDER BY ... LIMIT, whose columns t ("" or "alias.")
+// qualifies, and the LIMIT's value.
+func (l *listQuery) order(k key, after *cursor.Cursor, limit int, t string) (terms []string, orderBy, lim string) {
 	cmp, dir, bound := ">", "", ">="
 	if k.desc {
 		cmp, dir, bound = "<", " DESC", "<="
 	}
 	col := k.column
-	var keyTerms []string
 	if col != createdKey.column {
 		// Only finished runs have a finish time to order by.
-		keyTerms = append(keyTerms, col+" IS NOT NULL")
+		terms = append(terms, col+" IS NOT NULL")
 	}
 	if after != nil {
 		// SQLite does not seek an expression index with a row value, only
 		// with a plain bound: the column's bound repeats on its own.
 		o, id := l.arg(after.Ordinal), l.arg(after.Last)
-		keyTerms = append(keyTerms, col+" "+bound+" "+o, "("+col+", run_id) "+cmp+" ("+o+", "+id+")")
+		terms = append(terms, col+" "+bound+" "+o, "("+col+", run_id) "+cmp+" ("+o+", "+id+")")
 	}
-	lim := l.limit(limit)
-	orderBy := " ORDER BY " + col + dir + ", run_id" + dir + " LIMIT " + lim
-	sel := func(terms []string) string {
-		terms = append(append(slices.Clone(l.shared), terms...), keyTerms...)
-		where := ""
-		if len(terms) > 0 {
-			where = "\nWHERE " + strings.Join(terms, "\n  AND ")
-		}
-		return "SELECT " + col + " AS ord, run_id AS id FROM flows_runs" + where + orderBy
+	lim = l.limit(limit)
+	return terms, " ORDER BY " + t + col + dir + ", " + t + "run_id" + dir + " LIMIT " + lim, lim
+}
+
+// whereOf returns the WHERE of l's shared terms, a branch's and more.
+func (l *listQuery) whereOf(branch, more []string) string {
+	terms := append(append(slices.Clone(l.shared), branch...), more...)
+	if len(terms) == 0 {
+		return ""
+	}
+	return "\nWHERE " + strings.Join(terms, "\n  AND ")
+}
+
+// keyset returns the SELECT of run ids in the order of k, after (ord,
+// last) when after, at most limit of them, one sub-select per branch.
+func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
+	keyTerms, orderBy, lim := l.order(k, after, limit, "")
+	sel := func(branch []string) string {
+		return "SELECT " + k.column + " AS ord, run_id AS id FROM flows_runs" + l.whereOf(branch, keyTerms) + orderBy
 	}
 	if len(l.branches) == 1 {
 		return sel(l.branches[0])
@@ -297,9 +307,32 @@ func (l *listQuery) keyset(k key, after *cursor.Cursor, limit int) string {
 	for i, b := range l.branches {
 		parts[i] = fmt.Sprintf("SELECT ord, id FROM (%s) AS b%d", sel(b), i)
 	}
+	dir := ""
+	if k.desc {
+		dir = " DESC"
+	}
 	// The branches are disjoint; merging their pages costs a sort of at
 	// most (branches × limit) rows, never of the table.
 	return "SELECT ord, id FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") AS u ORDER BY ord" + dir + ", id" + dir + " LIMIT " + lim
+}
+
+// page returns the statement of a page of l's runs in the order of k,
+// after (ord, last) when after, at most limit of them, in l's dialect.
+// Where the dialect reads a range's rows in it (store.Dialect.ReadsRanges)
+// and l is one range, the statement reads the page's runs in that range,
+// each joined to its change by primary key: one index scan that stops
+// after limit rows. Otherwise it joins the runs by primary key to the
+// keyset of their ids (keyset).
+func (l *listQuery) page(k key, after *cursor.Cursor, limit int) string {
+	if !l.d.ReadsRanges() || len(l.branches) != 1 {
+		return runsIn(l.d, listStatement(l.keyset(k, after, limit)))
+	}
+	keyTerms, orderBy, _ := l.order(k, after, limit, "r.")
+	// The change's run_id is renamed, so that the filter's terms, which
+	// name the runs' columns bare, name them alone.
+	return runsIn(l.d, `SELECT r.`+k.column+` AS ord, `+rangeColumns+`
+FROM flows_runs r
+LEFT JOIN flows_run_changes AS c (changed_run_id) ON c.changed_run_id = r.run_id`+l.whereOf(l.branches[0], keyTerms)+orderBy)
 }
 
 // countSelect returns a SELECT of at most limit rows of the runs l
@@ -330,6 +363,10 @@ func (l *listQuery) countSelect(col string, limit int) string {
 	// The branches are disjoint: limit rows of their union are the count's.
 	return "SELECT one FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") AS u LIMIT " + lim
 }
+
+// rangeColumns are runColumns as a page read in its range names them:
+// the run's id is its row's.
+var rangeColumns = strings.ReplaceAll(runColumns, "q.id", "r.run_id")
 
 func listStatement(keyset string) string {
 	// The runs are joined by primary key; the page is put in order in Go,
@@ -396,11 +433,10 @@ func (r *Reader) ListRuns(ctx context.Context, req ListRequest) (*Page, error) {
 		if !l.scoped(scope, f) {
 			return nil
 		}
-		keyset := l.keyset(req.Order.key(), after, size+1)
 		if c := q.listCache(); c != nil {
-			return q.cachedListPage(c, page, listRevisions(keyset), l.args, size, anchor, req.Order)
+			return q.cachedListPage(c, page, listRevisions(l.keyset(req.Order.key(), after, size+1)), l.args, size, anchor, req.Order)
 		}
-		return q.listPage(page, runsIn(q.dialect(), listStatement(keyset)), l.args, size, anchor, req.Order)
+		return q.listPage(page, l.page(req.Order.key(), after, size+1), l.args, size, anchor, req.Order)
 	})
 	return page, err
 }

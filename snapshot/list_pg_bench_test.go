@@ -2,10 +2,13 @@ package snapshot_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,9 +24,14 @@ import (
 // newest runs the filter selects, D = 10^6 or, on a smaller store, all but
 // its oldest 1,000 runs), on PostgreSQL in the server's own execution mode
 // (a pool opened as flowsnap serve opens it: statements prepared once and
-// planned generically), each in a read of its own: .../flowsnap through
+// planned generically, every list statement under serve's default
+// statement limit), each in a read of its own: .../flowsnap through
 // Reader.ListRuns, .../rawSQL a hand-written statement reading the same
-// rows and columns in the same kind of transaction.
+// rows and columns in the same kind of transaction, .../rawSQLEdges that
+// statement also reading each run's earliest spawn edge as flowsnap does,
+// and .../paired the three in turns in one loop, reporting the median of
+// each and flowsnap's ratios to them (x-rawSQL, x-rawSQLEdges): on a busy
+// machine, the figures to compare.
 //
 // FLOWSNAP_BENCH_PG_STORE names a PostgreSQL store to read (filled up by
 // copies of its runs to FLOWSNAP_BENCH_LIST_RUNS runs when it has fewer,
@@ -55,6 +63,9 @@ func BenchmarkListRunsPostgres(b *testing.B) {
 		}
 	}
 	r := snapshot.NewReader(ro)
+	// As flowsnap serve reads: every list statement under its limit
+	// (--statement-timeout's default), in the lane of expensive reads.
+	r.SetStatementLimit(2*time.Second, snapshot.DefaultLane(ro.MaxReaders()))
 	one := func(sql string, dest ...any) {
 		b.Helper()
 		if err := ro.Pool().QueryRow(ctx, sql).Scan(dest...); err != nil {
@@ -103,10 +114,17 @@ func BenchmarkListRunsPostgres(b *testing.B) {
 		{"finishedBefore", snapshot.RunFilter{FinishedBefore: &fin}, "finished_at_ms < " + strconv.FormatInt(finished, 10)},
 	}
 	b.Logf("%d live runs, depth up to %d", live, depth)
+	// The bare statement's columns: the run's, as flowsnap reads them (the
+	// waiting token's digest, serve's privilege), and its change's.
 	const columns = `r.run_id, c.revision, c.deleted, r.status, r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms, r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
 	r.state_json, r.parent_run_id, r.execution_parent_id, r.lineage_id, r.round_ordinal,
-	r.cancel_requested_at_ms, r.cancel_acknowledgement_json, r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token, r.waiting_request`
+	r.cancel_requested_at_ms, r.cancel_acknowledgement_json, r.waiting_reason, r.waiting_wake_at_ms, r.waiting_token_digest, r.waiting_request`
+	// What flowsnap reads beside: each run's earliest spawn edge, the
+	// effective parent of a run without a parent of its own.
+	const edge = `,
+	CASE WHEN r.parent_run_id IS NULL THEN
+		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = r.run_id ORDER BY e.seq, e.parent_id LIMIT 1) END`
 	for _, fl := range filters {
 		order, col := snapshot.NewestFirst, "created_at_ms"
 		if fl.filter.FinishedAfter != nil || fl.filter.FinishedBefore != nil {
@@ -115,7 +133,7 @@ func BenchmarkListRunsPostgres(b *testing.B) {
 		// The cursor at the filter's depth: its D-th newest run, or its
 		// oldest but 1,000 when it selects fewer.
 		var n int64
-		one(`SELECT count(*) FROM (SELECT 1 FROM flows_runs WHERE `+fl.terms+` LIMIT 1000001) AS k`, &n)
+		one(`SELECT count(*) FROM (SELECT 1 FROM flows_runs WHERE `+fl.terms+` LIMIT `+strconv.FormatInt(depth+1001, 10)+`) AS k`, &n)
 		d := max(0, min(depth, n-1000))
 		var lastID string
 		var lastCreated int64
@@ -127,7 +145,7 @@ func BenchmarkListRunsPostgres(b *testing.B) {
 				continue
 			}
 			req := snapshot.ListRequest{Filter: fl.filter, Order: order, First: ptr(100)}
-			raw := `SELECT ` + columns + ` FROM (SELECT * FROM flows_runs WHERE ` + fl.terms + `) AS r JOIN flows_run_changes c ON c.run_id = r.run_id WHERE TRUE`
+			from := ` FROM (SELECT * FROM flows_runs WHERE ` + fl.terms + `) AS r JOIN flows_run_changes c ON c.run_id = r.run_id WHERE TRUE`
 			name := fl.name + "/depth=0"
 			if deep {
 				pos, err := r.Position(ctx)
@@ -135,51 +153,89 @@ func BenchmarkListRunsPostgres(b *testing.B) {
 					b.Fatal(err)
 				}
 				req.After = ptr(snapshot.ListCursor(pos.Source, req, lastCreated, lastID))
-				raw += ` AND (r.` + col + `, r.run_id) < (` + strconv.FormatInt(lastCreated, 10) + `, ` + quoteLit(lastID) + `)`
+				from += ` AND (r.` + col + `, r.run_id) < (` + strconv.FormatInt(lastCreated, 10) + `, ` + quoteLit(lastID) + `)`
 				name = fl.name + "/depth=" + strconv.FormatInt(d, 10)
 			}
-			raw += ` ORDER BY r.` + col + ` DESC, r.run_id DESC LIMIT 101`
+			from += ` ORDER BY r.` + col + ` DESC, r.run_id DESC LIMIT 101`
+			raw, rawEdges := `SELECT `+columns+from, `SELECT `+columns+edge+from
 			edges := 0
-			b.Run(name+"/flowsnap", func(b *testing.B) {
-				for b.Loop() {
-					p, err := r.ListRuns(ctx, req)
-					if err != nil {
-						b.Fatal(err)
-					}
+			flowsnap := func() error {
+				p, err := r.ListRuns(ctx, req)
+				if err == nil {
 					edges = len(p.Edges)
 				}
-				b.ReportMetric(float64(edges), "runs/page")
-			})
-			b.Run(name+"/rawSQL", func(b *testing.B) {
-				n := 0
-				read := func() error {
+				return err
+			}
+			// bare reads sql in the kind of transaction flowsnap reads in,
+			// and checks that it read flowsnap's page.
+			bare := func(sql string) func() error {
+				return func() error {
 					tx, err := ro.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 					if err != nil {
 						return err
 					}
 					defer tx.Rollback(ctx)
-					rows, err := tx.Query(ctx, raw)
+					rows, err := tx.Query(ctx, sql)
 					if err != nil {
-						return err
+						return fmt.Errorf("%w\n%s", err, sql)
 					}
 					defer rows.Close()
-					n = 0
+					n := 0
 					for rows.Next() {
 						if _, err := rows.Values(); err != nil {
 							return err
 						}
 						n++
 					}
-					return rows.Err()
+					if err := rows.Err(); err != nil {
+						return err
+					}
+					if min(n, 100) != edges {
+						return fmt.Errorf("the bare statement read %d rows, flowsnap's page %d\n%s", n, edges, sql)
+					}
+					return nil
 				}
+			}
+			if err := flowsnap(); err != nil {
+				b.Fatal(err)
+			}
+			loop := func(read func() error) func(b *testing.B) {
+				return func(b *testing.B) {
+					for b.Loop() {
+						if err := read(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(edges), "runs/page")
+				}
+			}
+			b.Run(name+"/flowsnap", loop(flowsnap))
+			b.Run(name+"/rawSQL", loop(bare(raw)))
+			b.Run(name+"/rawSQLEdges", loop(bare(rawEdges)))
+			// The three reads in turns, so that the machine's load weighs
+			// on each alike: the median of each, and flowsnap's ratios.
+			b.Run(name+"/paired", func(b *testing.B) {
+				reads := []func() error{flowsnap, bare(raw), bare(rawEdges)}
+				took := make([][]time.Duration, len(reads))
 				for b.Loop() {
-					if err := read(); err != nil {
-						b.Fatalf("%v\n%s", err, raw)
+					for i, read := range reads {
+						start := time.Now()
+						if err := read(); err != nil {
+							b.Fatal(err)
+						}
+						took[i] = append(took[i], time.Since(start))
 					}
 				}
-				if min(n, 100) != edges {
-					b.Fatalf("the bare statement read %d rows, flowsnap's page %d", n, edges)
+				med := make([]float64, len(reads))
+				for i, t := range took {
+					slices.Sort(t)
+					med[i] = float64(t[len(t)/2]) / 1e6
 				}
+				b.ReportMetric(med[0], "flowsnap-ms")
+				b.ReportMetric(med[1], "rawSQL-ms")
+				b.ReportMetric(med[2], "rawSQLEdges-ms")
+				b.ReportMetric(med[0]/med[1], "x-rawSQL")
+				b.ReportMetric(med[0]/med[2], "x-rawSQLEdges")
 			})
 		}
 	}

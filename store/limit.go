@@ -72,11 +72,14 @@ func pgTimedOut(err error, limit time.Duration) error {
 }
 
 // The statements that set and restore statement_timeout around a limited
-// one: set_config with is_local, so the transaction's end undoes them
-// whatever happens, and the value restored is the session's own.
+// one, both local to the transaction, so that its end undoes them whatever
+// happens. DEFAULT is the session's own value (the server's, the role's or
+// database's, or the connection's startup parameter; no session of ours
+// sets it otherwise): the value before the limit. Restoring it so reads
+// no settings view (pg_settings builds a row of every setting per read).
 const (
 	setStatementTimeout     = `SELECT set_config('statement_timeout', $1, true)`
-	restoreStatementTimeout = `SELECT set_config('statement_timeout', reset_val, true) FROM pg_settings WHERE name = 'statement_timeout'`
+	restoreStatementTimeout = `SET LOCAL statement_timeout TO DEFAULT`
 )
 
 type batchSender interface {

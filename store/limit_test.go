@@ -82,3 +82,56 @@ func TestALimitedStatementEndsWithTimeoutAtItsLimit(t *testing.T) {
 		}
 	})
 }
+
+// A connection whose session has a statement_timeout of its own (here its
+// startup parameter, as a DSN or the role's settings give it) has that
+// value back after a limited statement, not the server's default, and a
+// statement after it runs under that value, not the limit.
+func TestALimitedStatementRestoresTheSessionsOwnTimeout(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.DSN(t, store.Postgres)
+	storetest.OpenDSN(t, dsn, true)
+	db := storetest.OpenReader(t, dsn+"&statement_timeout=7000")
+	ctx := testContext(t)
+	tx, err := db.BeginRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	show := func() string {
+		t.Helper()
+		var setting string
+		if err := tx.QueryRow(ctx, `SHOW statement_timeout`).Scan(&setting); err != nil {
+			t.Fatal(err)
+		}
+		return setting
+	}
+	if got := show(); got != "7s" {
+		t.Fatalf("the session's statement_timeout = %q, want its startup parameter's 7s", got)
+	}
+	for range 2 {
+		rows, err := tx.(store.LimitedQuerier).QueryLimited(ctx, 100*time.Millisecond, `SELECT current_setting('statement_timeout')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var during string
+		for rows.Next() {
+			if err := rows.Scan(&during); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if during != "100ms" {
+			t.Fatalf("statement_timeout during a limited statement = %q, want its limit's 100ms", during)
+		}
+		if got := show(); got != "7s" {
+			t.Fatalf("statement_timeout after a limited statement = %q, want the session's 7s", got)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_sleep(0.3)`); err != nil {
+		t.Fatalf("a statement longer than the last limit, after it: %v", err)
+	}
+}

@@ -513,6 +513,15 @@ func (d Dialect) Bound(n int) string {
 // hash-join whole tables. SQLite's plans do not weigh the LIMIT.
 func (d Dialect) SpellsLimits() bool { return d == Postgres }
 
+// ReadsRanges reports whether a list page whose filter is one range of an
+// index reads its runs in that range, joined to their changes, rather than
+// reading the range's run ids and joining the runs to them by primary key.
+// On PostgreSQL the ids' join costs a second index descent and heap visit
+// per run of the page, for rows the range's own scan reaches (see
+// docs/benchmarks.md). SQLite keeps the keyset statement its benchmarks
+// measure, whose ids its indexes hold.
+func (d Dialect) ReadsRanges() bool { return d == Postgres }
+
 // TextList returns a SELECT of one text column, id, holding the elements of
 // the list bound to placeholder n (see TextListArg): unnest of a text array
 // on PostgreSQL, json_each of a JSON array on SQLite, which has no arrays.
