@@ -132,6 +132,29 @@ FROM q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id`
 }
 
+// selectRevisionsAndParents is selectRevisions of a batch of ids and of
+// their runs' parents (execution_parent_id) that are not among them, each
+// once: a batch of runs with their parents, in the one statement of their
+// revisions (see Reader.RunsAndParents).
+func selectRevisionsAndParents(d store.Dialect) string {
+	return `WITH ` + withParents(d) + `
+SELECT q.id, c.revision, c.deleted,
+	CASE WHEN c.revision IS NULL OR c.deleted <> 0 THEN (SELECT 1 FROM flows_runs r WHERE r.run_id = q.id) END
+FROM q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id`
+}
+
+// withParents are the common table expressions of a statement of runs
+// with their parents: q(id) holds the ids bound to $1, then the parents
+// of their runs that are not among them, each once.
+func withParents(d store.Dialect) string {
+	return `a(id) AS (` + d.TextList(1) + `),
+q(id) AS (SELECT a.id FROM a
+	UNION ALL
+	SELECT DISTINCT p.execution_parent_id FROM a JOIN flows_runs p ON p.run_id = a.id
+	WHERE p.execution_parent_id IS NOT NULL AND p.execution_parent_id NOT IN (SELECT id FROM a))`
+}
+
 // fromRevision answers id from its change row raw (selectRevisions's),
 // read at pos: the run the cache holds at that revision, or, for an id
 // without a live run (never seen, or a tombstone), what selectRuns's row
