@@ -113,12 +113,15 @@ const (
 // revisions of the same 100 runs and not their rows;
 // FLOWSNAP_BENCH_RUN_CACHE=0 measures every batch as a first read.
 func BenchmarkLoad(b *testing.B) {
-	// Bare SQL is read at the collector's pace the server keeps (package
-	// gcpace), so that neither side is spared collections the other pays.
+	// Bare SQL is read at the collector's pace and memory limit the server
+	// keeps (package gcpace), so that neither side is spared collections
+	// the other pays.
 	prev := debug.SetGCPercent(100)
 	debug.SetGCPercent(prev)
 	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
-	b.Cleanup(func() { debug.SetGCPercent(prev) })
+	prevLimit := debug.SetMemoryLimit(-1)
+	gcpace.Limit(os.Getenv)
+	b.Cleanup(func() { debug.SetGCPercent(prev); debug.SetMemoryLimit(prevLimit) })
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			bs := seededStore(b, d)
@@ -329,6 +332,7 @@ func serveLoad(dsn string) error {
 	ctx := context.Background()
 	// As a server does (see serveStore in package main).
 	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
+	gcpace.Limit(os.Getenv)
 	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true})
 	if err != nil {
 		return err
