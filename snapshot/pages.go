@@ -289,8 +289,7 @@ func runPagesAndParents(of string) func(union string) string {
 SELECT q.w, q.ord, q.id, ` + runColumns + `
 FROM (SELECT u.w, u.ord, u.id FROM u
 	UNION ALL
-	SELECT DISTINCT -2, 0, p.execution_parent_id FROM u JOIN flows_runs p ON p.run_id = u.id
-	WHERE ` + of + ` AND p.execution_parent_id IS NOT NULL AND p.execution_parent_id NOT IN (SELECT u.id FROM u)) AS q
+	SELECT -2, 0, pu.id FROM (` + parentsOf("u", of) + `) AS pu) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 ORDER BY q.w, q.ord, q.id`
