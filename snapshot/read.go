@@ -64,7 +64,7 @@ func DefaultLane(n int) int { return max(1, n/4) }
 func NewReader(db *store.DB) *Reader {
 	d := db.Dialect()
 	r := &Reader{db: db, selectRuns: selectRuns(d), selectRevisions: selectRevisions(d),
-		selectRunsAndParents: selectRunsAndParents(d), selectRevisionsAndParents: selectRevisionsAndParents(d)}
+		selectRunsAndParents: selectRunsAndParents(d)}
 	if db.Dialect().InProcess() {
 		r.cache = newRunCache(DefaultRunCacheBytes)
 	}

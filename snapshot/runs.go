@@ -34,12 +34,12 @@ func (r *Reader) Load(ctx context.Context, ids []string) ([]Result[Snapshot], er
 // RunsAndParents reads the snapshots of ids, as Load does, and those of
 // their parents (each run's ExecutionParentID, what Run.parent reads) in
 // the same read, so that a selection of runs with their parents costs
-// the statement of the runs alone: one statement, or, when the reader's
-// run cache holds most of ids, the statement of their revisions, which
-// reads the parents' revisions too, and one of the rows that changed.
-// parents holds, by id, the parent of every run of ids that is not
-// itself one of ids; a read that needs one statement only may run alone
-// (see Read.Alone).
+// about what the runs alone do: one statement; or, when the reader's run
+// cache holds most of ids, one of the revisions of ids and of the parents
+// of the runs it holds, and one of the rows that changed, if any. parents
+// holds, by id, the parent of every run of ids that is not itself one of
+// ids (and may hold more); a read that needs one statement only may run
+// alone (see Read.Alone).
 func (r *Reader) RunsAndParents(ctx context.Context, ids []string) (runs []Result[Snapshot], parents map[string]Result[Snapshot], err error) {
 	err = r.with(ctx, func(q *querier) error {
 		runs, parents, err = q.runsAndParents(ids)
@@ -78,7 +78,7 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	cache := q.cache(todo)
 	if cache != nil {
 		var err error
-		if todo, err = q.cachedRuns(cache, b, q.rd.r.selectRevisions); err != nil {
+		if todo, err = q.cachedRuns(cache, b, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -100,11 +100,30 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 	}
 	todo, sql := b.distinct, q.rd.r.selectRunsAndParents
 	if c := q.cache(todo); c != nil {
-		var err error
-		if todo, err = q.cachedRuns(c, b, q.rd.r.selectRevisionsAndParents); err != nil {
+		// A run at its cached revision has its cached parent: the
+		// revisions of those parents are read with the runs'. A run that
+		// changed is read with its parents (and any parent not answered
+		// yet with them).
+		misses, err := q.cachedRuns(c, b, c.parentsOf(b.distinct, b.first))
+		if err != nil {
 			return nil, nil, err
 		}
-		todo, sql = append(todo, b.parentMisses...), q.rd.r.selectRuns
+		for _, res := range b.out {
+			run, ok := res.Value.(*Run)
+			if !ok || run.ExecutionParentID == nil {
+				continue
+			}
+			p := *run.ExecutionParentID
+			_, asked := b.first[p]
+			_, placed := b.parents[p]
+			if !asked && !placed && !slices.Contains(b.parentMisses, p) {
+				b.parentMisses = append(b.parentMisses, p)
+			}
+		}
+		todo, sql = append(misses, b.parentMisses...), q.rd.r.selectRuns
+		if len(misses) > 0 {
+			sql = q.rd.r.selectRunsAndParents
+		}
 	}
 	if len(todo) > 0 {
 		if err := q.decodedRuns(b, todo, sql); err != nil {
@@ -177,11 +196,13 @@ func (b *idRuns) place(raw *rawRun, pos Position) (*Run, error) {
 	return run, nil
 }
 
-// placeParent decodes the row of a parent, as place does a run's.
+// placeParent decodes the row of a parent, as place does a run's. A
+// parent answered already is answered again by a statement of runs that
+// changed and their parents: the same row in the same read, kept once.
 func (b *idRuns) placeParent(raw *rawRun, pos Position) (*Run, error) {
 	id := raw.rowID()
 	if _, seen := b.parents[id]; seen {
-		return nil, fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+		return nil, nil
 	}
 	raw.id = id
 	snap, err := raw.decode(pos)
@@ -222,16 +243,19 @@ func (q *querier) cache(distinct []string) *runCache {
 	return c
 }
 
-// cachedRuns reads the revisions of b's distinct ids with sql
-// (selectRevisions, or selectRevisionsAndParents, which reads those of
-// their parents too) and places in b each run the cache holds at its
+// cachedRuns reads the revisions of b's distinct ids, and of parents,
+// runs not among them, and places in b each run the cache holds at its
 // revision, and each id without a run's row; it returns the ids it did not
 // place, and keeps in b.parentMisses the parents it did not.
-func (q *querier) cachedRuns(c *runCache, b *idRuns, sql string) ([]string, error) {
+func (q *querier) cachedRuns(c *runCache, b *idRuns, parents []string) ([]string, error) {
 	var raw rawRun
 	var misses []string
 	read := 0
-	err := q.each(sql, []any{q.dialect().TextListArg(b.distinct)}, raw.revisionDest(), "reading runs' revisions", func() error {
+	list := b.distinct
+	if len(parents) > 0 {
+		list = append(slices.Clip(list), parents...)
+	}
+	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(list)}, raw.revisionDest(), "reading runs' revisions", func() error {
 		if _, asked := indexOf(b.first, raw.idText); !asked && b.parents != nil {
 			id := raw.rowID()
 			if _, seen := b.parents[id]; seen || slices.Contains(b.parentMisses, id) {

@@ -50,12 +50,10 @@ func TestAssembledSQL(t *testing.T) {
 		sql, args := pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"}, "")
 		statements = append(statements, struct{ name, sql string }{"runs_and_pages", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
 		// The same with every run's parent (RunsPagesAndParents), and runs
-		// by id with their parents, read whole or by revision
-		// (RunsAndParents).
+		// by id with their parents (RunsAndParents).
 		sql, args = pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"}, Parents{OfRuns: true, OfPages: true}.of())
 		statements = append(statements, struct{ name, sql string }{"runs_pages_and_parents", fmt.Sprintf("%s\n-- arguments: %v", sql, args)},
-			struct{ name, sql string }{"runs_and_parents", selectRunsAndParents(d)},
-			struct{ name, sql string }{"revisions_and_parents", selectRevisionsAndParents(d)})
+			struct{ name, sql string }{"runs_and_parents", selectRunsAndParents(d)})
 		// The ops statements (docs/contract.md#ops-api): a page of finished
 		// runs after a cursor, runStats over a finish window, and flows.
 		since, flow := Millis(1000), "billing"

@@ -1,7 +1,7 @@
 WITH a(id) AS (SELECT unnest($1::text[]) AS id),
 q(id) AS (SELECT a.id FROM a
 	UNION ALL
-	SELECT DISTINCT x.id FROM (SELECT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = a.id) AS id
+	SELECT x.id FROM (SELECT DISTINCT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = a.id) AS id
 		FROM a WHERE TRUE) AS x
 	WHERE x.id IS NOT NULL AND x.id NOT IN (SELECT a.id FROM a))
 SELECT q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1 END, r.status,
