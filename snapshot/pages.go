@@ -93,7 +93,7 @@ func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest
 	if !ok {
 		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
 	}
-	return r.runPages(ctx, only(l), reqs, nil, "")
+	return r.runPages(ctx, only(l), reqs, nil, "", Parents{})
 }
 
 // RunPageRequest asks for one page of a run's children (Kind
@@ -142,11 +142,15 @@ func (p Parents) of() string {
 	return ""
 }
 
-// RunsPagesAndParents is RunsAndPages reading, in the same one statement,
-// the parents of the runs parents names: a dashboard's run with its parent
-// and its pages with each run's parent cost one statement, as the run and
-// its pages do. parents holds, by id, every such parent that is not
-// itself a run by id or on a page.
+// RunsPagesAndParents is RunsAndPages reading, in the same read, the
+// parents of the runs which names: those of a few runs by id in the same
+// statement (a dashboard's run with its parent and pages cost the one
+// statement of the run and its pages), and those of many runs by id and of
+// the pages' runs, which mostly name one another or the runs by id, in a
+// second statement of the parents their rows name and nobody read, only
+// when there are any (the read then opens a transaction, see Read.Alone).
+// parents holds, by id, every such parent that is not itself a run by id
+// or on a page.
 func (r *Reader) RunsPagesAndParents(ctx context.Context, ids []string, reqs []RunPageRequest, which Parents) (runs []Result[Snapshot], pages []Result[*Page], parents map[string]Result[Snapshot], err error) {
 	lists := make([]pageList, len(reqs))
 	plain := make([]PageRequest, len(reqs))
@@ -167,7 +171,11 @@ func (r *Reader) RunsPagesAndParents(ctx context.Context, ids []string, reqs []R
 			byID.parents = map[string]Result[Snapshot]{}
 		}
 	}
-	pages, err = r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, byID, which.of())
+	// The statement looks up the parents of a few runs by id; the rest
+	// are read after it, as their rows name them.
+	inStatement := Parents{OfRuns: which.OfRuns && len(ids) <= maxParentLookups}
+	after := Parents{OfRuns: which.OfRuns && !inStatement.OfRuns, OfPages: which.OfPages}
+	pages, err = r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, byID, inStatement.of(), after)
 	if err != nil || byID == nil {
 		return nil, pages, nil, err
 	}
@@ -183,16 +191,31 @@ func (r *Reader) RunsPagesAndParents(ctx context.Context, ids []string, reqs []R
 // runPages reads pages of run lists, reqs[i] of list(i), edges and runs,
 // and the runs of ids, when set, in the same statement, with the parents
 // of the runs of the union's rows that parentsOf names (Parents.of), which
-// it places in ids.
-func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest, ids *idRuns, parentsOf string) ([]Result[*Page], error) {
+// it places in ids; and then, in a second statement of the same read, the
+// parents of the runs after names that nobody read (parentsNamed).
+func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest, ids *idRuns, parentsOf string, after Parents) ([]Result[*Page], error) {
 	var raw rawRun
 	var byID *pageIDs
 	scope := scopeOf(ctx)
-	if ids != nil && (len(ids.distinct) > 0 || parentsOf != "") {
+	// edges are the edges read, whose runs' parents after may want.
+	var edges []Edge
+	if ids != nil && (len(ids.distinct) > 0 || parentsOf != "" || after.of() != "") {
 		byID = &pageIDs{ids: ids.distinct, parentsOf: parentsOf, row: func(pos Position) error {
 			_, err := ids.place(&raw, pos)
 			return err
 		}}
+		if after.of() != "" {
+			byID.then = func(q *querier) error {
+				var runs []Result[Snapshot]
+				if after.OfRuns {
+					runs = ids.out
+				}
+				if !after.OfPages {
+					edges = nil
+				}
+				return q.parentsNamed(ids, runs, edges)
+			}
+		}
 	}
 	return readPages(ctx, r, list, reqs, raw.dest(),
 		func(pos Position, c string, ord int64, id string) Edge {
@@ -200,7 +223,11 @@ func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs [
 			raw.id = id
 			snap, err := raw.decode(pos)
 			snap, err = show(scope, snap, err)
-			return Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
+			e := Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
+			if byID != nil && byID.then != nil {
+				edges = append(edges, e)
+			}
+			return e
 		},
 		func(req PageRequest, edges []Edge, info PageInfo) *Page {
 			return &Page{Anchor: req.Anchor, Edges: edges, PageInfo: info}
@@ -217,6 +244,9 @@ type pageIDs struct {
 	ids       []string
 	parentsOf string
 	row       func(pos Position) error
+	// then, when set, runs in the same read after the statement; the
+	// read may then need two statements (see querier.mayReadAgain).
+	then func(q *querier) error
 }
 
 // pageSize checks a requested page size.
@@ -545,6 +575,9 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 		parentsOf := ""
 		if byID != nil {
 			ids, parentsOf = byID.ids, byID.parentsOf
+			if byID.then != nil && !q.mayReadAgain() {
+				return errSecondStatement
+			}
 		}
 		if len(wants) > 0 || len(ids) > 0 {
 			statement := runPages
@@ -601,6 +634,9 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 			if out[i].Err = errs[i]; errs[i] == nil {
 				out[i].Value = page(req, edges[i], infos[i])
 			}
+		}
+		if byID != nil && byID.then != nil {
+			return byID.then(q)
 		}
 		return nil
 	})

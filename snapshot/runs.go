@@ -99,6 +99,18 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 		return b.out, b.parents, nil
 	}
 	todo, sql := b.distinct, q.rd.r.selectRunsAndParents
+	if len(todo) > maxParentLookups && q.mayReadAgain() {
+		// Many runs: their rows, then the parents they name that are
+		// not among them.
+		if err := q.decodedRuns(b, todo, q.rd.r.selectRuns); err != nil {
+			return nil, nil, err
+		}
+		if err := q.parentsNamed(b, b.out, nil); err != nil {
+			return nil, nil, err
+		}
+		out, err := b.results()
+		return out, b.parents, err
+	}
 	if c := q.cache(todo); c != nil {
 		// A run at its cached revision has its cached parent: the
 		// revisions of those parents are read with the runs'. A run that
@@ -132,6 +144,66 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 	}
 	out, err := b.results()
 	return out, b.parents, err
+}
+
+// maxParentLookups is the most runs whose parents one statement looks up
+// beside them (parentsOf): each lookup reads its run's row again, which
+// for a batch of a hundred cost more than a second statement reading the
+// few parents the rows name.
+const maxParentLookups = 16
+
+// mayReadAgain reports whether the read may run a second statement: a
+// read that was to run alone then opens a transaction (see Read.Alone).
+// False once a statement ran alone.
+func (q *querier) mayReadAgain() bool {
+	if q.rd.ranAlone {
+		return false
+	}
+	if q.rd.tx == nil {
+		q.rd.alone = false
+	}
+	return true
+}
+
+// parentsNamed reads into b.parents, in one statement, the parents that
+// the runs of results and of edges name and that are neither among b's ids
+// nor read already (in b.parents, or on edges): the caller read those runs,
+// whose rows name their parents.
+func (q *querier) parentsNamed(b *idRuns, results []Result[Snapshot], edges []Edge) error {
+	onEdges := make(map[string]bool, len(edges))
+	for _, e := range edges {
+		onEdges[e.RunID] = true
+	}
+	var missing []string
+	want := func(s Snapshot) {
+		run, ok := s.(*Run)
+		if !ok || run.ExecutionParentID == nil {
+			return
+		}
+		p := *run.ExecutionParentID
+		_, asked := b.first[p]
+		_, read := b.parents[p]
+		if !asked && !read && !onEdges[p] && !slices.Contains(missing, p) {
+			missing = append(missing, p)
+		}
+	}
+	for _, res := range results {
+		want(res.Value)
+	}
+	for _, e := range edges {
+		want(e.Node.Value)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	res, err := q.runs(missing)
+	if err != nil {
+		return err
+	}
+	for i, id := range missing {
+		b.parents[id] = res[i]
+	}
+	return nil
 }
 
 // idRuns are the snapshots of a batch of ids, as one read places them: a
