@@ -34,12 +34,14 @@ func (r *Reader) Load(ctx context.Context, ids []string) ([]Result[Snapshot], er
 // RunsAndParents reads the snapshots of ids, as Load does, and those of
 // their parents (each run's ExecutionParentID, what Run.parent reads) in
 // the same read, so that a selection of runs with their parents costs
-// about what the runs alone do: one statement; or, when the reader's run
-// cache holds most of ids, one of the revisions of ids and of the parents
-// of the runs it holds, and one of the rows that changed, if any. parents
-// holds, by id, the parent of every run of ids that is not itself one of
-// ids (and may hold more); a read that needs one statement only may run
-// alone (see Read.Alone).
+// about what the runs alone do: a few runs and their parents in one
+// statement; many runs in one, and the parents their rows name in a second;
+// and when the reader's run cache holds most of ids, the revisions of ids
+// and of the parents of the runs it holds in one, and the rows that
+// changed, if any, in a second. parents holds, by id, the parent of every
+// run of ids that is not itself one of ids (and may hold more); a read of
+// one statement may run alone (see Read.Alone), and one that needs more
+// opens a transaction instead.
 func (r *Reader) RunsAndParents(ctx context.Context, ids []string) (runs []Result[Snapshot], parents map[string]Result[Snapshot], err error) {
 	err = r.with(ctx, func(q *querier) error {
 		runs, parents, err = q.runsAndParents(ids)
@@ -98,24 +100,13 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 	if len(b.distinct) == 0 {
 		return b.out, b.parents, nil
 	}
-	todo, sql := b.distinct, q.rd.r.selectRunsAndParents
-	if len(todo) > maxParentLookups && q.mayReadAgain() {
-		// Many runs: their rows, then the parents they name that are
-		// not among them.
-		if err := q.decodedRuns(b, todo, q.rd.r.selectRuns); err != nil {
-			return nil, nil, err
-		}
-		if err := q.parentsNamed(b, b.out, nil); err != nil {
-			return nil, nil, err
-		}
-		out, err := b.results()
-		return out, b.parents, err
-	}
-	if c := q.cache(todo); c != nil {
+	c := q.cache(b.distinct)
+	switch {
+	case c != nil:
 		// A run at its cached revision has its cached parent: the
-		// revisions of those parents are read with the runs'. A run that
-		// changed is read with its parents (and any parent not answered
-		// yet with them).
+		// revisions of those parents are read with the runs'. The runs
+		// and parents that changed are read in a second statement, and
+		// the parents those runs name, if any is new, in a third.
 		misses, err := q.cachedRuns(c, b, c.parentsOf(b.distinct, b.first))
 		if err != nil {
 			return nil, nil, err
@@ -132,13 +123,25 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 				b.parentMisses = append(b.parentMisses, p)
 			}
 		}
-		todo, sql = append(misses, b.parentMisses...), q.rd.r.selectRuns
-		if len(misses) > 0 {
-			sql = q.rd.r.selectRunsAndParents
+		if todo := append(misses, b.parentMisses...); len(todo) > 0 {
+			if err := q.decodedRuns(b, todo, q.rd.r.selectRuns); err != nil {
+				return nil, nil, err
+			}
 		}
-	}
-	if len(todo) > 0 {
-		if err := q.decodedRuns(b, todo, sql); err != nil {
+		if err := q.parentsNamed(b, b.out, nil); err != nil {
+			return nil, nil, err
+		}
+	case len(b.distinct) > maxParentLookups && q.mayReadAgain():
+		// Many runs: their rows, then the parents they name that are
+		// not among them.
+		if err := q.decodedRuns(b, b.distinct, q.rd.r.selectRuns); err != nil {
+			return nil, nil, err
+		}
+		if err := q.parentsNamed(b, b.out, nil); err != nil {
+			return nil, nil, err
+		}
+	default:
+		if err := q.decodedRuns(b, b.distinct, q.rd.r.selectRunsAndParents); err != nil {
 			return nil, nil, err
 		}
 	}
