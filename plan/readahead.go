@@ -401,13 +401,12 @@ func (l *loaders) primeRuns(ids []string, runs []snapshot.Result[snapshot.Snapsh
 	for id, res := range parents {
 		l.runs.prime(id, res.Value, res.Err)
 	}
-	for i, id := range ids {
+	l.runs.primeMany(len(ids), func(i int) (string, snapshot.Snapshot, error) {
 		if err != nil {
-			l.runs.prime(id, nil, err)
-		} else {
-			l.runs.prime(id, runs[i].Value, runs[i].Err)
+			return ids[i], nil, err
 		}
-	}
+		return ids[i], runs[i].Value, runs[i].Err
+	})
 }
 
 // walkFrom reads ahead level by level from start. A walk of a whole query
