@@ -165,9 +165,11 @@ func BenchmarkLoad(b *testing.B) {
 				JOIN flows_run_changes c ON c.run_id = r.run_id LEFT JOIN flows_runs p ON p.run_id = r.execution_parent_id ORDER BY e.ord, e.id`
 			}
 			everyChildren := func(limit string) string {
-				return everyPage(`SELECT seq AS ord, child_id AS id FROM flows_run_parents WHERE parent_id = $1 AND (seq, child_id) > ($2, $3) ORDER BY seq, child_id LIMIT ` + limit)
+				return everyPage(`SELECT seq AS ord, child_id AS id FROM flows_run_parents WHERE parent_id = ` + d.Bound(1) +
+					` AND (seq, child_id) > (` + d.Bound(2) + `, ` + d.Bound(3) + `) ORDER BY seq, child_id LIMIT ` + limit)
 			}
-			everyRounds := everyPage(`SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs WHERE COALESCE(lineage_id, run_id) = $1 ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT 11`)
+			everyRounds := everyPage(`SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs WHERE COALESCE(lineage_id, run_id) = ` + d.Bound(1) +
+				` ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT 11`)
 			shapes := []loadShape{
 				{name: "run", query: `query($id: ID!) { run(id: $id) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },

@@ -143,12 +143,12 @@ func (p Parents) of() string {
 }
 
 // RunsPagesAndParents is RunsAndPages reading, in the same read, the
-// parents of the runs which names: those of a few runs by id in the same
-// statement (a dashboard's run with its parent and pages cost the one
-// statement of the run and its pages), and those of many runs by id and of
-// the pages' runs, which mostly name one another or the runs by id, in a
-// second statement of the parents their rows name and nobody read, only
-// when there are any (the read then opens a transaction, see Read.Alone).
+// parents of the runs which names: those of a few runs in the same
+// statement (a dashboard's run and its pages of ten, with every run's
+// parent, cost the one statement of the run and its pages), and those of
+// more runs, which mostly name one another, in a second statement of the
+// parents their rows name and nobody read, only when there are any (the
+// read then opens a transaction, see Read.Alone).
 // parents holds, by id, every such parent that is not itself a run by id
 // or on a page.
 func (r *Reader) RunsPagesAndParents(ctx context.Context, ids []string, reqs []RunPageRequest, which Parents) (runs []Result[Snapshot], pages []Result[*Page], parents map[string]Result[Snapshot], err error) {
@@ -171,10 +171,16 @@ func (r *Reader) RunsPagesAndParents(ctx context.Context, ids []string, reqs []R
 			byID.parents = map[string]Result[Snapshot]{}
 		}
 	}
-	// The statement looks up the parents of a few runs by id; the rest
-	// are read after it, as their rows name them.
+	// The statement looks up the parents of a few runs; those of more are
+	// read after it, as their rows name them.
+	rows := 0
+	for _, req := range plain {
+		n, _ := pageSize(req.First)
+		rows += n
+	}
 	inStatement := Parents{OfRuns: which.OfRuns && len(ids) <= maxParentLookups}
-	after := Parents{OfRuns: which.OfRuns && !inStatement.OfRuns, OfPages: which.OfPages}
+	inStatement.OfPages = which.OfPages && (!which.OfRuns || inStatement.OfRuns) && len(ids)+rows <= maxParentLookups
+	after := Parents{OfRuns: which.OfRuns && !inStatement.OfRuns, OfPages: which.OfPages && !inStatement.OfPages}
 	pages, err = r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, byID, inStatement.of(), after)
 	if err != nil || byID == nil {
 		return nil, pages, nil, err

@@ -151,9 +151,9 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 
 // maxParentLookups is the most runs whose parents one statement looks up
 // beside them (parentsOf): each lookup reads its run's row again, which
-// for a batch of a hundred cost more than a second statement reading the
-// few parents the rows name.
-const maxParentLookups = 16
+// for a batch or a page of a hundred cost more than a second statement
+// reading the few parents the rows name.
+const maxParentLookups = 32
 
 // mayReadAgain reports whether the read may run a second statement: a
 // read that was to run alone then opens a transaction (see Read.Alone).

@@ -127,7 +127,7 @@ func TestRunsAndParentsReadAsApart(t *testing.T) {
 		// transaction.
 		var many []string
 		var more []engine.NewRun
-		for i := range 20 {
+		for i := range 40 {
 			id := fmt.Sprintf("leaf-b%02d", i)
 			many = append(many, id)
 			more = append(more, engine.NewRun{ID: id, FlowName: "leaf", Parents: []engine.ParentEdge{{ParentID: "mid-b", Seq: int64(i + 1)}}})
@@ -145,7 +145,20 @@ func TestRunsAndParentsReadAsApart(t *testing.T) {
 			{Kind: cursor.Rounds, PageRequest: snapshot.PageRequest{Anchor: "leaf-2"}},
 		}
 		byID := []string{"leaf-1", "leaf-3", "never"}
-		for _, which := range []snapshot.Parents{{OfRuns: true}, {OfPages: true}, {OfRuns: true, OfPages: true}, {}} {
+		two := 2
+		small := []snapshot.RunPageRequest{
+			{Kind: cursor.Children, PageRequest: snapshot.PageRequest{Anchor: "top", First: &two}},
+			{Kind: cursor.Rounds, PageRequest: snapshot.PageRequest{Anchor: "leaf-2", First: &two}},
+		}
+		for _, c := range []struct {
+			which snapshot.Parents
+			reqs  []snapshot.RunPageRequest
+		}{{snapshot.Parents{OfRuns: true}, reqs}, {snapshot.Parents{OfPages: true}, reqs}, {snapshot.Parents{OfRuns: true, OfPages: true}, reqs},
+			{snapshot.Parents{}, reqs}, {snapshot.Parents{OfRuns: true, OfPages: true}, small}} {
+			which, reqs := c.which, c.reqs
+			// Pages of a hundred: their runs' parents are read after
+			// them; pages of two, in their statement.
+			after := which.OfPages && reqs[0].First == nil
 			wantRuns, wantPages, _, err := apart.RunsPagesAndParents(ctx, byID, reqs, snapshot.Parents{})
 			if err != nil {
 				t.Fatal(err)
@@ -156,10 +169,10 @@ func TestRunsAndParentsReadAsApart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The parents of a few runs by id are read in their
-			// statement, alone; those of the pages' runs after it, when
-			// any is missing (top), in a transaction.
-			if alone, n := !which.OfPages, 2+btoi(which.OfPages); rd.RanAlone() != alone || rd.Statements() != n {
+			// The parents of a few runs are read in their statement,
+			// alone; those of many after it, when any is missing (top),
+			// in a transaction.
+			if alone, n := !after, 2+btoi(after); rd.RanAlone() != alone || rd.Statements() != n {
 				t.Errorf("%+v: ran alone %v in %d statements, want %v in %d", which, rd.RanAlone(), rd.Statements(), alone, n)
 			}
 			rd.End()
