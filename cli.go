@@ -175,7 +175,10 @@ func newCommand(getenv func(string) string, stdout io.Writer, ready func(addr st
 		seedDB, simDB    string
 	)
 	gcPace := func(cmd *cli.Command, o *serveOptions) {
-		o.gcPace = func() { gcpace.Set(getenv, o.gcPercent, cmd.IsSet("gc-percent")) }
+		o.gcPace = func() {
+			gcpace.Set(getenv, o.gcPercent, cmd.IsSet("gc-percent"))
+			gcpace.Limit(getenv)
+		}
 	}
 	dbFlag := func(dest *string) cli.Flag {
 		f := bind(b, &cli.StringFlag{Name: "db", Usage: "the engine store: a SQLite path or file: URI, or a postgres:// URL"}, dest)

@@ -148,7 +148,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	if opts.gcPace != nil {
 		opts.gcPace()
 	}
-	gcPercent := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	gcPercent := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(gcPercent)
 	metrics := endpoint.NewMetrics()
 	reader := snapshot.NewReader(db)
@@ -276,7 +276,7 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		explorer = scheme + addr + "/explorer"
 	}
 	log.Info("flowsnap serving", "store", db.String(), "url", dashboard, "graphql", scheme+addr+"/graphql", "explorer", explorer, "gcPercent", gcPercent[0].Value.Uint64(),
-		"tracing", opts.tracing.Provider != nil, "auth", cmpOr(opts.auth.mode, "none"), "tls", certs != nil)
+		"memoryLimit", gcPercent[1].Value.Uint64(), "tracing", opts.tracing.Provider != nil, "auth", cmpOr(opts.auth.mode, "none"), "tls", certs != nil)
 	if opts.logFormat != "json" {
 		// The pages' addresses on lines of their own, to click or copy.
 		fmt.Fprintf(opts.stdout, "dashboard: %s\n", dashboard)

@@ -313,7 +313,7 @@ func TestServeSetsTheCollectorsPace(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{name: "the default", getenv: noEnv, want: fmt.Sprintf("gcPercent=%d", gcpace.DefaultPercent)},
+		{name: "the default", getenv: noEnv, want: fmt.Sprintf("gcPercent=%d memoryLimit=%d", gcpace.DefaultPercent, gcpace.DefaultMemoryLimit)},
 		{name: "GOGC over the default", getenv: gogc(strconv.Itoa(was)), want: fmt.Sprintf("gcPercent=%d", was)},
 		{name: "the flag over GOGC", getenv: gogc("150"), args: []string{"--gc-percent", "300"}, want: "gcPercent=300"},
 	} {

@@ -193,6 +193,17 @@ func directCases(after string) []directCase {
 			query: `query($after: String) { run(id: "parent") { ... on Run { children(first: 4, after: $after) ` + page + ` rounds ` + page + ` } }
 				r: run(id: "round-3") { ... on Run { rounds(first: 2) ` + page + ` children ` + page + ` } } }`,
 			vars: map[string]any{"after": after}},
+		// The parents of a hundred pages' runs (rounds' default page) are
+		// read after the pages, in a transaction, those the rows name and
+		// nobody read; those of a few, in the pages' statement, alone.
+		{name: "a run's parent and its pages' runs' parents", cached: true, direct: true,
+			query: `query($after: String) { run(id: "child-001") { ... on Run { id parent { ... on Run { id status } }
+				children(first: 4) { edges { node { ... on Run { id parent { __typename ... on Run { id } } } } } }
+				rounds { nodes { ... on Run { parent { ... on Run { flowName } } } } } } }
+				p: run(id: "parent") { ... on Run { children(first: 3, after: $after) { edges { node { ... on Run { id parent { ... on Run { id } ... on MissingRun { deleted } } } } } } } } }`,
+			vars: map[string]any{"after": after}},
+		{name: "the parents of a page's runs only", cached: true, alone: true, direct: true,
+			query: `{ run(id: "parent") { ... on Run { id children(first: 5) { nodes { ... on Run { id parent { ... on Run { id } } } } } } } }`},
 		{name: "the default page and an empty cursor", cached: true, alone: true, direct: true,
 			query: `{ run(id: "parent") { ... on Run { children(after: "") { edges { cursor node { ... on Run { id } } } } } } }`},
 		{name: "a batch of a hundred pages' parents", cached: true, alone: true, direct: true,
@@ -201,9 +212,10 @@ func directCases(after string) []directCase {
 		// What the direct answer leaves to the executor.
 		{name: "cancellation and claim", cached: true, alone: true, direct: true,
 			query: `{ run(id: "cancelled") { ... on Run { id cancellation { requestedAt acknowledgement { observedAt } } claim { claimedAt } } } }`},
-		{name: "the parent field", cached: true, direct: true,
+		// A run's parent is read in the statement of the run, alone.
+		{name: "the parent field", cached: true, direct: true, alone: true,
 			query: `{ run(id: "child-001") { ... on Run { id parent { ... on Run { id } } } } }`},
-		{name: "a batch's parents", cached: true, direct: true,
+		{name: "a batch's parents", cached: true, direct: true, alone: true,
 			query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id parent { __typename ... on Run { id flowName } ... on MissingRun { id } } } } }`,
 			vars:  map[string]any{"ids": ids}},
 		{name: "a run without a journal", cached: true, direct: true,

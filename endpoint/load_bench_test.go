@@ -51,6 +51,14 @@ type loadShape struct {
 	// but the journal's), read beside it: the flowsnapEveryField rows,
 	// whose x-fields is their CPU per request ÷ the flowsnap row's.
 	every string
+	// everyRaw reads what every's answer needs by bare SQL (every column
+	// of the runs read and of their change rows, and their parents' rows)
+	// in the same kind of read transaction: the rawSQLEveryField rows,
+	// whose x-flowsnap is the flowsnapEveryField row's CPU per request ÷
+	// theirs. everyAlone, when set, returns its statement and argument to
+	// read alone (rawSQLEveryFieldAlone), as alone does for raw.
+	everyRaw   func(tx store.Tx, id string) error
+	everyAlone func(id string) (string, any)
 	// noDirect adds the flowsnapNoDirect row: query answered by gqlgen's
 	// executor, the direct answer off, whose x-direct is its CPU per
 	// request ÷ the flowsnap row's.
@@ -105,12 +113,15 @@ const (
 // revisions of the same 100 runs and not their rows;
 // FLOWSNAP_BENCH_RUN_CACHE=0 measures every batch as a first read.
 func BenchmarkLoad(b *testing.B) {
-	// Bare SQL is read at the collector's pace the server keeps (package
-	// gcpace), so that neither side is spared collections the other pays.
+	// Bare SQL is read at the collector's pace and memory limit the server
+	// keeps (package gcpace), so that neither side is spared collections
+	// the other pays.
 	prev := debug.SetGCPercent(100)
 	debug.SetGCPercent(prev)
 	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
-	b.Cleanup(func() { debug.SetGCPercent(prev) })
+	prevLimit := debug.SetMemoryLimit(-1)
+	gcpace.Limit(os.Getenv)
+	b.Cleanup(func() { debug.SetGCPercent(prev); debug.SetMemoryLimit(prevLimit) })
 	for _, d := range storetest.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			bs := seededStore(b, d)
@@ -142,6 +153,23 @@ func BenchmarkLoad(b *testing.B) {
 			// what it does.
 			rawOneRun := `SELECT ` + runCols + ` FROM flows_runs r WHERE r.run_id = ` + d.Bound(1)
 			rawBatch := `WITH q(id) AS (` + d.TextList(1) + `) SELECT ` + runCols + ` FROM q JOIN flows_runs r ON r.run_id = q.id`
+			// The every-field twins read every column an every-field
+			// answer shows of each run and its change row, and its
+			// parent's status, in one statement: the same rows.
+			everyOneRun := `SELECT ` + everyRunCols(d) + ` FROM flows_runs r JOIN flows_run_changes c ON c.run_id = r.run_id
+				LEFT JOIN flows_runs p ON p.run_id = r.execution_parent_id WHERE r.run_id = ` + d.Bound(1)
+			everyBatch := `WITH q(id) AS (` + d.TextList(1) + `) SELECT ` + everyRunCols(d) + ` FROM q JOIN flows_runs r ON r.run_id = q.id
+				JOIN flows_run_changes c ON c.run_id = r.run_id LEFT JOIN flows_runs p ON p.run_id = r.execution_parent_id`
+			everyPage := func(page string) string {
+				return `SELECT ` + everyRunCols(d) + ` FROM (` + page + `) e JOIN flows_runs r ON r.run_id = e.id
+				JOIN flows_run_changes c ON c.run_id = r.run_id LEFT JOIN flows_runs p ON p.run_id = r.execution_parent_id ORDER BY e.ord, e.id`
+			}
+			everyChildren := func(limit string) string {
+				return everyPage(`SELECT seq AS ord, child_id AS id FROM flows_run_parents WHERE parent_id = ` + d.Bound(1) +
+					` AND (seq, child_id) > (` + d.Bound(2) + `, ` + d.Bound(3) + `) ORDER BY seq, child_id LIMIT ` + limit)
+			}
+			everyRounds := everyPage(`SELECT COALESCE(round_ordinal, 0) AS ord, run_id AS id FROM flows_runs WHERE COALESCE(lineage_id, run_id) = ` + d.Bound(1) +
+				` ORDER BY COALESCE(round_ordinal, 0), run_id LIMIT 11`)
 			shapes := []loadShape{
 				{name: "run", query: `query($id: ID!) { run(id: $id) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },
@@ -149,14 +177,22 @@ func BenchmarkLoad(b *testing.B) {
 						return rawRows(tx, rawOneRun, id)
 					},
 					alone: func(id string) (string, any) { return rawOneRun, id },
-					every: `query($id: ID!) { run(id: $id) { ` + everyRunField + ` } }`},
+					every: `query($id: ID!) { run(id: $id) { ` + everyRunField + ` } }`,
+					everyRaw: func(tx store.Tx, id string) error {
+						return rawRowsN(tx, everyRunColumns, everyOneRun, id)
+					},
+					everyAlone: func(id string) (string, any) { return everyOneRun, id }},
 				{name: "batch100", query: `query($ids: [ID!]!) { runs(ids: $ids) { ... on Run { id status flowName createdAt } } }`,
 					vars: func(string) map[string]any { return map[string]any{"ids": batch} },
 					raw: func(tx store.Tx, _ string) error {
 						return rawRows(tx, rawBatch, d.TextListArg(batch))
 					},
 					alone: func(string) (string, any) { return rawBatch, d.TextListArg(batch) },
-					every: `query($ids: [ID!]!) { runs(ids: $ids) { ` + everyRunField + ` } }`},
+					every: `query($ids: [ID!]!) { runs(ids: $ids) { ` + everyRunField + ` } }`,
+					everyRaw: func(tx store.Tx, _ string) error {
+						return rawRowsN(tx, everyRunColumns, everyBatch, d.TextListArg(batch))
+					},
+					everyAlone: func(string) (string, any) { return everyBatch, d.TextListArg(batch) }},
 				{name: "dashboard", query: dashboardQuery,
 					vars: func(id string) map[string]any { return map[string]any{"id": id} },
 					raw: func(tx store.Tx, id string) error {
@@ -168,7 +204,16 @@ func BenchmarkLoad(b *testing.B) {
 						return nil
 					},
 					every: `query Dashboard($id: ID!) { run(id: $id) { ` +
-						everyRunFieldAnd(`children(first: 10) `+everyPageField+` rounds(first: 10) `+everyPageField) + ` } }`},
+						everyRunFieldAnd(`children(first: 10) `+everyPageField+` rounds(first: 10) `+everyPageField) + ` } }`,
+					everyRaw: func(tx store.Tx, id string) error {
+						if err := rawRowsN(tx, everyRunColumns, everyOneRun, id); err != nil {
+							return err
+						}
+						if err := rawRowsN(tx, everyRunColumns, everyChildren("11"), id, int64(-1), ""); err != nil {
+							return err
+						}
+						return rawRowsN(tx, everyRunColumns, everyRounds, bs.lineage[id])
+					}},
 				{name: "children1000", query: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) {
 					edges { cursor node { ... on Run { id status flowName createdAt } } } pageInfo { hasNextPage endCursor } } } } }`,
 					vars: func(string) map[string]any { return map[string]any{"c": deep} },
@@ -177,7 +222,13 @@ func BenchmarkLoad(b *testing.B) {
 							WHERE e.parent_id = $1 AND (e.seq, e.child_id) > ($2, $3) ORDER BY e.seq, e.child_id LIMIT 101`,
 							"hub", int64(hubDepth-1), hubChildID(hubDepth-1))
 					},
-					every: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) ` + everyPageField + ` } } }`},
+					every: `query($c: String) { run(id: "hub") { ... on Run { children(first: 100, after: $c) ` + everyPageField + ` } } }`,
+					everyRaw: func(tx store.Tx, _ string) error {
+						if err := rawRowsN(tx, everyRunColumns, everyOneRun, "hub"); err != nil {
+							return err
+						}
+						return rawRowsN(tx, everyRunColumns, everyChildren("101"), "hub", int64(hubDepth-1), hubChildID(hubDepth-1))
+					}},
 			}
 			shapes = append(shapes, loadListShapes(b, d, db, runCols)...)
 			shapes = append(shapes, loadJournalShape(b, db, bs.anchors))
@@ -186,7 +237,9 @@ func BenchmarkLoad(b *testing.B) {
 			for _, s := range shapes {
 				// ours is the flowsnap row's CPU per request, server and
 				// backends; 0 when that row did not run in this round.
-				var ours float64
+				// every is the flowsnapEveryField row's, for its bare
+				// twins' x-flowsnap.
+				var ours, every float64
 				b.Run(s.name+"/flowsnap", func(b *testing.B) {
 					cpu := startCPU(b, db, app)
 					served := srv.usage(b)
@@ -198,7 +251,7 @@ func BenchmarkLoad(b *testing.B) {
 						cpu := startCPU(b, db, app)
 						served := srv.usage(b)
 						measureClients(b, bs, func(id string) error { return postQuery(client, srv.url, s.every, s.vars(id)) })
-						every := cpu.reportServed(b, served, srv.usage(b))
+						every = cpu.reportServed(b, served, srv.usage(b))
 						if ours > 0 && every > 0 {
 							b.ReportMetric(every/ours, "x-fields")
 						}
@@ -229,14 +282,27 @@ func BenchmarkLoad(b *testing.B) {
 					measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.raw(tx, id) }) })
 					reportRatio(b, ours, cpu.report(b))
 				})
-				if s.alone == nil {
-					continue
+				if s.alone != nil {
+					b.Run(s.name+"/rawSQLAlone", func(b *testing.B) {
+						cpu := startCPU(b, db, app)
+						measureClients(b, bs, func(id string) error { return rawAlone(db, s.alone, id, 4) })
+						reportRatio(b, ours, cpu.report(b))
+					})
 				}
-				b.Run(s.name+"/rawSQLAlone", func(b *testing.B) {
-					cpu := startCPU(b, db, app)
-					measureClients(b, bs, func(id string) error { return rawAlone(db, s.alone, id) })
-					reportRatio(b, ours, cpu.report(b))
-				})
+				if s.everyRaw != nil {
+					b.Run(s.name+"/rawSQLEveryField", func(b *testing.B) {
+						cpu := startCPU(b, db, app)
+						measureClients(b, bs, func(id string) error { return rawRead(db, func(tx store.Tx) error { return s.everyRaw(tx, id) }) })
+						reportRatio(b, every, cpu.report(b))
+					})
+				}
+				if s.everyAlone != nil {
+					b.Run(s.name+"/rawSQLEveryFieldAlone", func(b *testing.B) {
+						cpu := startCPU(b, db, app)
+						measureClients(b, bs, func(id string) error { return rawAlone(db, s.everyAlone, id, everyRunColumns) })
+						reportRatio(b, every, cpu.report(b))
+					})
+				}
 			}
 		})
 	}
@@ -268,6 +334,7 @@ func serveLoad(dsn string) error {
 	ctx := context.Background()
 	// As a server does (see serveStore in package main).
 	gcpace.Set(os.Getenv, gcpace.DefaultPercent, false)
+	gcpace.Limit(os.Getenv)
 	db, err := store.Open(ctx, dsn, store.Options{ReadOnly: true})
 	if err != nil {
 		return err
@@ -502,9 +569,9 @@ func rawRead(db *store.DB, fn func(tx store.Tx) error) error {
 }
 
 // rawAlone runs sql as one statement of its own, outside a transaction,
-// with the position read in it, and scans every column of every row into
-// plain values.
-func rawAlone(db *store.DB, statement func(id string) (string, any), id string) error {
+// with the position read in it, and scans every column of every row, n of
+// them, into plain values.
+func rawAlone(db *store.DB, statement func(id string) (string, any), id string, n int) error {
 	sql, arg := statement(id)
 	var src string
 	var rev int64
@@ -513,8 +580,11 @@ func rawAlone(db *store.DB, statement func(id string) (string, any), id string) 
 		return err
 	}
 	defer rows.Close()
-	var vals [4]any
-	dest := []any{&vals[0], &vals[1], &vals[2], &vals[3]}
+	vals := make([]any, n)
+	dest := make([]any, n)
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -541,6 +611,47 @@ func rawRows(tx store.Tx, sql string, args ...any) error {
 	}
 	for rows.Next() {
 		if err := rows.Scan(dest[:n]...); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// everyRunColumns is how many columns everyRunCols reads.
+const everyRunColumns = 27
+
+// everyRunCols are the columns an every-field answer shows of a run r, its
+// change row c and its parent p, in dialect d: every column of r that a
+// field of Run reads (the waiting token's digest where PostgreSQL keeps
+// it), c's revision and tombstone, and p's status (its id is r's
+// execution_parent_id).
+func everyRunCols(d store.Dialect) string {
+	token := "r.waiting_token"
+	if d == store.Postgres {
+		token = "r.waiting_token_digest"
+	}
+	return `r.run_id, c.revision, c.deleted, r.status, r.created_at_ms, r.started_at_ms, r.finished_at_ms,
+	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms, r.claim_host_id, r.claim_pid, r.claim_nonce, r.claimed_at_ms,
+	r.state_json, r.parent_run_id, r.execution_parent_id, r.lineage_id, r.round_ordinal,
+	r.cancel_requested_at_ms, r.cancel_acknowledgement_json, r.waiting_reason, r.waiting_wake_at_ms, ` + token + `, r.waiting_request,
+	p.status`
+}
+
+// rawRowsN runs one query of n columns and scans every column of every
+// row into plain values.
+func rawRowsN(tx store.Tx, n int, sql string, args ...any) error {
+	rows, err := tx.Query(context.Background(), sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]any, n)
+	dest := make([]any, n)
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 	}

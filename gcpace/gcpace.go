@@ -8,7 +8,10 @@
 // hundred requests, and collecting is a large share of a small query's
 // CPU. At DefaultPercent the heap grows to three times what is live before
 // it is collected: half the collections for a few MiB more memory
-// (docs/benchmarks.md#load-cpu-per-request).
+// (docs/benchmarks.md#load-cpu-per-request). So that many clients at once
+// do not grow that to more than a small server should hold, a server also
+// runs with a soft memory limit (DefaultMemoryLimit, see Limit): near it
+// the collector runs sooner than the percent says.
 package gcpace
 
 import (
@@ -19,6 +22,26 @@ import (
 // DefaultPercent is the collector's percent a server runs with unless told
 // otherwise (see Set).
 const DefaultPercent = 200
+
+// DefaultMemoryLimit is the soft memory limit (GOMEMLIMIT's meaning) a
+// server runs with unless GOMEMLIMIT says otherwise: what the Go runtime
+// holds (heap, stacks, its own), not SQLite's page caches. A server's
+// live heap is a few MiB, so the limit only shortens the collector's pace
+// when many requests at once grow the heap: at 64 clients it keeps the
+// server's peak memory near 60 MiB where it rose past 64
+// (docs/benchmarks.md#every-field-selected).
+const DefaultMemoryLimit = 28 << 20
+
+// Limit sets the runtime's soft memory limit to DefaultMemoryLimit and
+// returns it; a GOMEMLIMIT in the environment, which the runtime has
+// applied already, is kept instead, and the limit in force returned.
+func Limit(getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	debug.SetMemoryLimit(DefaultMemoryLimit)
+	return DefaultMemoryLimit
+}
 
 // Set sets the collector's percent (GOGC's meaning; negative turns the
 // collector off) and returns it. When explicit is false, a GOGC in the

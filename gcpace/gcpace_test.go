@@ -1,6 +1,7 @@
 package gcpace_test
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 
@@ -41,6 +42,41 @@ func TestSetKeepsTheEnvironmentsGOGCUnlessTold(t *testing.T) {
 			inForce := debug.SetGCPercent(100)
 			if c.applied && inForce != c.want || !c.applied && inForce != 100 {
 				t.Errorf("the runtime's percent is %d", inForce)
+			}
+		})
+	}
+}
+
+// TestLimitKeepsTheEnvironmentsGOMEMLIMIT sets the soft memory limit with
+// and without GOMEMLIMIT in the environment.
+func TestLimitKeepsTheEnvironmentsGOMEMLIMIT(t *testing.T) {
+	was := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(was) })
+	env := func(limit string) func(string) string {
+		return func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return limit
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		env   string
+		start int64 // the limit in force before, as GOMEMLIMIT set it
+		want  int64
+	}{
+		{name: "no GOMEMLIMIT: the default", start: math.MaxInt64, want: gcpace.DefaultMemoryLimit},
+		{name: "GOMEMLIMIT kept over the default", env: "1GiB", start: 1 << 30, want: 1 << 30},
+		{name: "GOMEMLIMIT=off kept", env: "off", start: math.MaxInt64, want: math.MaxInt64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			debug.SetMemoryLimit(c.start)
+			if got := gcpace.Limit(env(c.env)); got != c.want {
+				t.Errorf("Limit = %d, want %d", got, c.want)
+			}
+			if inForce := debug.SetMemoryLimit(-1); inForce != c.want {
+				t.Errorf("the runtime's limit is %d, want %d", inForce, c.want)
 			}
 		})
 	}

@@ -204,8 +204,8 @@ func (w *directWriter) key(i int, f graphql.CollectedField) {
 	} else {
 		w.b = append(w.b, ',')
 	}
-	// An alias is a GraphQL name ([_A-Za-z][_0-9A-Za-z]*): nothing in it
-	// is escaped.
+	// An alias is a GraphQL name ([_A-Za-z][_0-9A-Za-z]*, as the parser
+	// reads one), which JSON quotes as it is.
 	w.b = append(w.b, '"')
 	w.b = append(w.b, f.Alias...)
 	w.b = append(w.b, '"', ':')

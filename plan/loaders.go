@@ -251,6 +251,27 @@ func (l *loader[K, V]) prime(k K, v V, err error) {
 	l.entries[k] = &entry[V]{wave: primed, v: v, err: err}
 }
 
+// primeMany is prime for the n keys each gives, their entries allocated
+// together: a batch of runs read at once is kept in one allocation, not
+// one per run.
+func (l *loader[K, V]) primeMany(n int, each func(i int) (K, V, error)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries == nil {
+		l.entries = make(map[K]*entry[V], n)
+	}
+	block := make([]entry[V], n)
+	for i := range n {
+		k, v, err := each(i)
+		if _, ok := l.entries[k]; ok {
+			continue
+		}
+		e := &block[i]
+		e.wave, e.v, e.err = primed, v, err
+		l.entries[k] = e
+	}
+}
+
 func (e *entry[V]) wait(ctx context.Context) (V, error) {
 	select {
 	case <-e.wave.done:

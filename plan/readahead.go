@@ -211,19 +211,24 @@ type level struct {
 }
 
 func (l *loaders) walk(ctx context.Context, oc *graphql.OperationContext, sel ast.SelectionSet) {
-	if p, ok := l.oneRead(oc); ok && len(p.pages) > 0 && ctx.Err() == nil {
+	if p, ok := l.oneRead(oc); ok && (len(p.pages) > 0 || p.parents.OfRuns) && ctx.Err() == nil {
 		l.readAll(ctx, p)
 	}
 	l.walkFrom(ctx, oc, level{sel: sel, objs: []any{root{}}}, true)
 }
 
 // oneRead is a query whose every read is of runs by id at its root and, on
-// those runs, of children and rounds pages below which nothing reads: what
-// one statement reads (snapshot.Reader.RunsAndPages).
+// those runs, of their parents and of children and rounds pages, below
+// which nothing reads but the parents of the pages' runs: what one
+// statement reads (snapshot.Reader.RunsPagesAndParents, or
+// snapshot.Reader.RunsAndParents without pages).
 type oneRead struct {
 	ids []string
 	// pages are the page fields on the runs: each is read for every id.
 	pages []pageField
+	// parents says whose parents are selected: the runs' (Run.parent on
+	// them), the pages' runs' (on the nodes of a page), or both.
+	parents snapshot.Parents
 }
 
 // pageKinds are the Run fields that are pages of runs, by name.
@@ -283,23 +288,76 @@ func (l *loaders) runsReadOnce(oc *graphql.OperationContext, f graphql.Collected
 				}
 				continue
 			}
+			if t == "Run" && g.Name == "parent" {
+				if l.p.mayRead(oc, g) {
+					return false
+				}
+				p.parents.OfRuns = true
+				continue
+			}
 			a := l.argsOf(g, oc)
 			kind := pageKinds[g.Name]
 			first, after := a.int("first"), a.string("after")
-			if t != "Run" || kind == "" || a.bad || l.p.mayRead(oc, g) {
+			if t != "Run" || kind == "" || a.bad {
 				return false
 			}
+			parents, ok := l.p.readsParentsOnly(oc, g)
+			if !ok {
+				return false
+			}
+			p.parents.OfPages = p.parents.OfPages || parents
 			p.pages = append(p.pages, pageField{kind: kind, first: first, after: after})
 		}
 	}
 	return true
 }
 
+// readsParentsOnly reports whether nothing f selects reads but the parent
+// of a run (Run.parent, below which nothing reads), at any depth, and
+// whether that parent is selected: what the one read of a page's runs
+// reads beside them.
+func (p *Planner) readsParentsOnly(oc *graphql.OperationContext, f graphql.CollectedField) (parents, ok bool) {
+	if len(f.Selections) == 0 || f.Definition == nil {
+		return false, true
+	}
+	def := p.schema.Types[f.Definition.Type.Name()]
+	if def == nil {
+		return false, true
+	}
+	for _, t := range p.schema.GetPossibleTypes(def) {
+		for _, g := range collectFields(oc, f.Selections, p.implementors[t.Name]) {
+			key := t.Name + "." + g.Name
+			if _, batched := batchFields[key]; batched {
+				if key != "Run.parent" || p.mayRead(oc, g) {
+					return false, false
+				}
+				parents = true
+				continue
+			}
+			below, ok := p.readsParentsOnly(oc, g)
+			if !ok {
+				return false, false
+			}
+			parents = parents || below
+		}
+	}
+	return parents, true
+}
+
 // readAll reads p in one statement, the query's last, and keeps what it
 // read in the loaders, keyed as the walk and the resolvers will ask for
-// it: each run by its id, and each page by its anchor and, for rounds, the
-// lineage of the run read.
+// it: each run by its id (the parents too), and each page by its anchor
+// and, for rounds, the lineage of the run read.
 func (l *loaders) readAll(ctx context.Context, p oneRead) {
+	if len(p.pages) == 0 {
+		// Runs and their parents, which the run cache may answer.
+		if l.read != nil {
+			l.read.EndWithNext()
+		}
+		runs, parents, err := l.reader.RunsAndParents(ctx, p.ids)
+		l.primeRuns(p.ids, runs, parents, err)
+		return
+	}
 	var reqs []snapshot.RunPageRequest
 	for _, id := range p.ids {
 		for _, pf := range p.pages {
@@ -310,14 +368,13 @@ func (l *loaders) readAll(ctx context.Context, p oneRead) {
 	if l.read != nil {
 		l.read.EndWithNext()
 	}
-	runs, pages, err := l.reader.RunsAndPages(ctx, p.ids, reqs)
+	runs, pages, parents, err := l.reader.RunsPagesAndParents(ctx, p.ids, reqs, p.parents)
+	// Every run fails with the read, where it is asked for.
+	l.primeRuns(p.ids, runs, parents, err)
 	for i, id := range p.ids {
 		if err != nil {
-			// Every run fails with the read, where it is asked for.
-			l.runs.prime(id, nil, err)
 			continue
 		}
-		l.runs.prime(id, runs[i].Value, runs[i].Err)
 		run, ok := runs[i].Value.(*snapshot.Run)
 		if !ok || run == nil {
 			continue
@@ -336,6 +393,20 @@ func (l *loaders) readAll(ctx context.Context, p oneRead) {
 			l.pages.prime(k, res.Value, res.Err)
 		}
 	}
+}
+
+// primeRuns keeps in the runs loader the runs of ids and their parents
+// that one read returned, or its error for each of ids.
+func (l *loaders) primeRuns(ids []string, runs []snapshot.Result[snapshot.Snapshot], parents map[string]snapshot.Result[snapshot.Snapshot], err error) {
+	for id, res := range parents {
+		l.runs.prime(id, res.Value, res.Err)
+	}
+	l.runs.primeMany(len(ids), func(i int) (string, snapshot.Snapshot, error) {
+		if err != nil {
+			return ids[i], nil, err
+		}
+		return ids[i], runs[i].Value, runs[i].Err
+	})
 }
 
 // walkFrom reads ahead level by level from start. A walk of a whole query

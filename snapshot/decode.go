@@ -50,6 +50,16 @@ LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id`)
 }
 
+// selectRunsAndParents is selectRuns of a batch of ids and of their runs'
+// parents that are not among them (see Reader.RunsAndParents).
+func selectRunsAndParents(d store.Dialect) string {
+	return runsIn(d, `WITH `+withParents(d)+`
+SELECT `+runColumns+`
+FROM q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id
+LEFT JOIN flows_runs r ON r.run_id = q.id`)
+}
+
 // rawRun holds a run's columns as the driver returned them. Every column is
 // scanned as a plain value and converted here, so that a row holding a value
 // of the wrong type (possible in SQLite, whose columns are not typed) fails

@@ -525,7 +525,7 @@ func (q *querier) cachedListPage(c *runCache, page *Page, sql string, args []any
 	}
 	if len(misses) > 0 {
 		b := newIDRuns(misses, scope)
-		if err := q.decodedRuns(b, b.distinct); err != nil {
+		if err := q.decodedRuns(b, b.distinct, q.rd.r.selectRuns); err != nil {
 			return err
 		}
 		res, _ := b.results()

@@ -93,7 +93,7 @@ func (r *Reader) Pages(ctx context.Context, kind cursor.Kind, reqs []PageRequest
 	if !ok {
 		return nil, fmt.Errorf("snapshot: no related pages of kind %q", kind)
 	}
-	return r.runPages(ctx, only(l), reqs, nil)
+	return r.runPages(ctx, only(l), reqs, nil, "", Parents{})
 }
 
 // RunPageRequest asks for one page of a run's children (Kind
@@ -116,44 +116,112 @@ func (r *Reader) RunPages(ctx context.Context, reqs []RunPageRequest) ([]Result[
 // dashboard's run and its run's pages cost one statement and one round
 // trip, a rounds page without a lineage listing its anchor's.
 func (r *Reader) RunsAndPages(ctx context.Context, ids []string, reqs []RunPageRequest) ([]Result[Snapshot], []Result[*Page], error) {
+	runs, pages, _, err := r.RunsPagesAndParents(ctx, ids, reqs, Parents{})
+	return runs, pages, err
+}
+
+// Parents says whose parents (execution_parent_id, what Run.parent reads)
+// a read of runs and pages reads beside them (see RunsPagesAndParents).
+type Parents struct {
+	// OfRuns asks for the parents of the runs by id, OfPages for those of
+	// the runs on the pages.
+	OfRuns, OfPages bool
+}
+
+// of is the condition on the rows of the union u whose runs' parents are
+// read; "" for none.
+func (p Parents) of() string {
+	switch {
+	case p.OfRuns && p.OfPages:
+		return "u.w >= -1"
+	case p.OfRuns:
+		return "u.w = -1"
+	case p.OfPages:
+		return "u.w >= 0"
+	}
+	return ""
+}
+
+// RunsPagesAndParents is RunsAndPages reading, in the same read, the
+// parents of the runs which names: those of a few runs in the same
+// statement (a dashboard's run and its pages of ten, with every run's
+// parent, cost the one statement of the run and its pages), and those of
+// more runs, which mostly name one another, in a second statement of the
+// parents their rows name and nobody read, only when there are any (the
+// read then opens a transaction, see Read.Alone).
+// parents holds, by id, every such parent that is not itself a run by id
+// or on a page.
+func (r *Reader) RunsPagesAndParents(ctx context.Context, ids []string, reqs []RunPageRequest, which Parents) (runs []Result[Snapshot], pages []Result[*Page], parents map[string]Result[Snapshot], err error) {
 	lists := make([]pageList, len(reqs))
 	plain := make([]PageRequest, len(reqs))
 	for i, req := range reqs {
 		l, ok := runLists[req.Kind]
 		if !ok {
-			return nil, nil, fmt.Errorf("snapshot: no related pages of kind %q", req.Kind)
+			return nil, nil, nil, fmt.Errorf("snapshot: no related pages of kind %q", req.Kind)
 		}
 		if req.Kind == cursor.Rounds && req.Lineage == "" {
 			l = roundsOfAnchor
 		}
 		lists[i], plain[i] = l, req.PageRequest
 	}
-	var runs *idRuns
+	var byID *idRuns
+	if len(ids) > 0 || which.of() != "" {
+		byID = newIDRuns(ids, scopeOf(ctx))
+		if which.of() != "" {
+			byID.parents = map[string]Result[Snapshot]{}
+		}
+	}
+	// The statement looks up the parents of a few runs; those of more are
+	// read after it, as their rows name them.
+	rows := 0
+	for _, req := range plain {
+		n, _ := pageSize(req.First)
+		rows += n
+	}
+	inStatement := Parents{OfRuns: which.OfRuns && len(ids) <= maxParentLookups}
+	inStatement.OfPages = which.OfPages && (!which.OfRuns || inStatement.OfRuns) && len(ids)+rows <= maxParentLookups
+	after := Parents{OfRuns: which.OfRuns && !inStatement.OfRuns, OfPages: which.OfPages && !inStatement.OfPages}
+	pages, err = r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, byID, inStatement.of(), after)
+	if err != nil || byID == nil {
+		return nil, pages, nil, err
+	}
+	if byID.placed != len(byID.distinct) {
+		return nil, nil, nil, errFewerRuns
+	}
 	if len(ids) > 0 {
-		runs = newIDRuns(ids, scopeOf(ctx))
+		runs, err = byID.results()
 	}
-	pages, err := r.runPages(ctx, func(i int) pageList { return lists[i] }, plain, runs)
-	if err != nil || runs == nil {
-		return nil, pages, err
-	}
-	if runs.placed != len(runs.distinct) {
-		return nil, nil, errFewerRuns
-	}
-	out, err := runs.results()
-	return out, pages, err
+	return runs, pages, byID.parents, err
 }
 
 // runPages reads pages of run lists, reqs[i] of list(i), edges and runs,
-// and the runs of ids, when set, in the same statement.
-func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest, ids *idRuns) ([]Result[*Page], error) {
+// and the runs of ids, when set, in the same statement, with the parents
+// of the runs of the union's rows that parentsOf names (Parents.of), which
+// it places in ids; and then, in a second statement of the same read, the
+// parents of the runs after names that nobody read (parentsNamed).
+func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs []PageRequest, ids *idRuns, parentsOf string, after Parents) ([]Result[*Page], error) {
 	var raw rawRun
 	var byID *pageIDs
 	scope := scopeOf(ctx)
-	if ids != nil && len(ids.distinct) > 0 {
-		byID = &pageIDs{ids: ids.distinct, row: func(pos Position) error {
+	// edges are the edges read, whose runs' parents after may want.
+	var edges []Edge
+	if ids != nil && (len(ids.distinct) > 0 || parentsOf != "" || after.of() != "") {
+		byID = &pageIDs{ids: ids.distinct, parentsOf: parentsOf, row: func(pos Position) error {
 			_, err := ids.place(&raw, pos)
 			return err
 		}}
+		if after.of() != "" {
+			byID.then = func(q *querier) error {
+				var runs []Result[Snapshot]
+				if after.OfRuns {
+					runs = ids.out
+				}
+				if !after.OfPages {
+					edges = nil
+				}
+				return q.parentsNamed(ids, runs, edges)
+			}
+		}
 	}
 	return readPages(ctx, r, list, reqs, raw.dest(),
 		func(pos Position, c string, ord int64, id string) Edge {
@@ -161,7 +229,11 @@ func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs [
 			raw.id = id
 			snap, err := raw.decode(pos)
 			snap, err = show(scope, snap, err)
-			return Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
+			e := Edge{Cursor: c, Ordinal: ord, RunID: raw.id, Node: Result[Snapshot]{Value: snap, Err: err}}
+			if byID != nil && byID.then != nil {
+				edges = append(edges, e)
+			}
+			return e
 		},
 		func(req PageRequest, edges []Edge, info PageInfo) *Page {
 			return &Page{Anchor: req.Anchor, Edges: edges, PageInfo: info}
@@ -171,10 +243,16 @@ func (r *Reader) runPages(ctx context.Context, list func(i int) pageList, reqs [
 // pageIDs are runs by id that a batch of run pages (whose statement is
 // runPages) reads beside its pages: rows of page index -1, before every
 // page's, whose id is one of ids, each scanned into the batch's
-// destinations and handed to row.
+// destinations and handed to row; and, when parentsOf is set, rows of
+// index -2, the parents of the runs of the rows parentsOf names (see
+// Parents.of), handed to row too.
 type pageIDs struct {
-	ids []string
-	row func(pos Position) error
+	ids       []string
+	parentsOf string
+	row       func(pos Position) error
+	// then, when set, runs in the same read after the statement; the
+	// read may then need two statements (see querier.mayReadAgain).
+	then func(q *querier) error
 }
 
 // pageSize checks a requested page size.
@@ -236,6 +314,22 @@ FROM (` + union + `) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 ORDER BY q.w, q.ord, q.id`
+}
+
+// runPagesAndParents is runPages reading, as rows of index -2, the parents
+// of the runs of the union's rows that of names, each once, leaving out
+// those among the union's own runs.
+func runPagesAndParents(of string) func(union string) string {
+	return func(union string) string {
+		return `WITH u AS (` + union + `)
+SELECT q.w, q.ord, q.id, ` + runColumns + `
+FROM (SELECT u.w, u.ord, u.id FROM u
+	UNION ALL
+	SELECT -2, 0, pu.id FROM (` + parentsOf("u", of) + `) AS pu) AS q
+LEFT JOIN flows_run_changes c ON c.run_id = q.id
+LEFT JOIN flows_runs r ON r.run_id = q.id
+ORDER BY q.w, q.ord, q.id`
+	}
 }
 
 // runLists are the related lists of runs (docs/contract.md#snapshots). SQLite does not seek
@@ -376,13 +470,17 @@ func (l pageList) sql(d store.Dialect, wants []pageWant) (string, []any) {
 	for i := range wants {
 		wants[i].l = l
 	}
-	return pagesSQL(d, l.statement, wants, nil)
+	return pagesSQL(d, l.statement, wants, nil, "")
 }
 
 // pagesSQL returns the statement that reads wants, whose lists share their
 // cols and statement, and its arguments; with ids, also the rows of those
-// ids, as page -1 (see pageIDs), which takes the statement of runPages.
-func pagesSQL(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
+// ids, as page -1 (see pageIDs), which takes the statement of runPages,
+// and with parentsOf, that of runPagesAndParents.
+func pagesSQL(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string, parentsOf string) (string, []any) {
+	if parentsOf != "" {
+		statement = runPagesAndParents(parentsOf)
+	}
 	return runsIn(d, statement(pagesUnion(d, wants, ids != nil))), pagesArgs(d, wants, ids)
 }
 
@@ -420,8 +518,8 @@ type pageStatements struct {
 // maxPageStatements bounds the shapes kept.
 const maxPageStatements = 256
 
-// of returns pagesSQL(d, statement, wants, ids).
-func (p *pageStatements) of(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string) (string, []any) {
+// of returns pagesSQL(d, statement, wants, ids, parentsOf).
+func (p *pageStatements) of(d store.Dialect, statement func(union string) string, wants []pageWant, ids []string, parentsOf string) (string, []any) {
 	p.once.Do(func() {
 		c, err := lru.New[string, string](maxPageStatements)
 		if err != nil {
@@ -439,10 +537,13 @@ func (p *pageStatements) of(d store.Dialect, statement func(union string) string
 	if ids != nil {
 		key.WriteString(",ids")
 	}
+	if parentsOf != "" {
+		key.WriteString(",parents " + parentsOf)
+	}
 	if stmt, ok := p.cache.Get(key.String()); ok {
 		return stmt, pagesArgs(d, wants, ids)
 	}
-	stmt, args := pagesSQL(d, statement, wants, ids)
+	stmt, args := pagesSQL(d, statement, wants, ids, parentsOf)
 	p.cache.Add(key.String(), stmt)
 	return stmt, args
 }
@@ -477,22 +578,26 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 		edges := make([][]E, len(reqs))
 		infos := make([]PageInfo, len(reqs))
 		var ids []string
+		parentsOf := ""
 		if byID != nil {
-			ids = byID.ids
+			ids, parentsOf = byID.ids, byID.parentsOf
+			if byID.then != nil && !q.mayReadAgain() {
+				return errSecondStatement
+			}
 		}
 		if len(wants) > 0 || len(ids) > 0 {
 			statement := runPages
 			if len(wants) > 0 {
 				statement = wants[0].l.statement
 			}
-			stmt, args := r.pageStmts.of(q.dialect(), statement, wants, ids)
+			stmt, args := r.pageStmts.of(q.dialect(), statement, wants, ids, parentsOf)
 			var wi int64
 			var ord, id any
 			scan := append([]any{&wi, store.IntDests(&ord)[0], store.TextDests(&id)[0]}, dest...)
 			starts := make([]string, len(wants))
 			ends := make([]string, len(wants))
 			err := q.each(stmt, args, scan, reading(wants, ids), func() error {
-				if wi == -1 && byID != nil {
+				if wi == -1 && byID != nil || wi == -2 && parentsOf != "" {
 					return byID.row(q.pos())
 				}
 				if wi < 0 || int(wi) >= len(wants) {
@@ -535,6 +640,9 @@ func readPages[E, P any](ctx context.Context, r *Reader, list func(i int) pageLi
 			if out[i].Err = errs[i]; errs[i] == nil {
 				out[i].Value = page(req, edges[i], infos[i])
 			}
+		}
+		if byID != nil && byID.then != nil {
+			return byID.then(q)
 		}
 		return nil
 	})

@@ -25,8 +25,10 @@ type Reader struct {
 	source   string // the source of the first position read
 
 	// selectRuns is the statement of every batch of runs, and
-	// selectRevisions that of their revisions, made once.
-	selectRuns, selectRevisions string
+	// selectRevisions that of their revisions, made once; the AndParents
+	// pair read the runs' parents too (see RunsAndParents).
+	selectRuns, selectRevisions                     string
+	selectRunsAndParents, selectRevisionsAndParents string
 	// cache, when set, keeps decoded runs by revision (see SetRunCache).
 	cache *runCache
 	// pageStmts are the statements of the batches of pages read.
@@ -60,7 +62,9 @@ func DefaultLane(n int) int { return max(1, n/4) }
 // NewReader returns a Reader of db. On SQLite it keeps decoded runs in a
 // cache of DefaultRunCacheBytes (see SetRunCache).
 func NewReader(db *store.DB) *Reader {
-	r := &Reader{db: db, selectRuns: selectRuns(db.Dialect()), selectRevisions: selectRevisions(db.Dialect())}
+	d := db.Dialect()
+	r := &Reader{db: db, selectRuns: selectRuns(d), selectRevisions: selectRevisions(d),
+		selectRunsAndParents: selectRunsAndParents(d)}
 	if db.Dialect().InProcess() {
 		r.cache = newRunCache(DefaultRunCacheBytes)
 	}

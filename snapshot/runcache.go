@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -70,6 +71,27 @@ func (c *runCache) holds(ids []string) int {
 	return n
 }
 
+// parentsOf returns the parents (ExecutionParentID) of the runs of ids it
+// holds, at whatever revision, each once and none of ids: what a batch of
+// those runs with their parents most likely needs (see
+// Reader.RunsAndParents).
+func (c *runCache) parentsOf(ids []string, first map[string]int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		e, ok := c.runs.Peek(id)
+		if !ok || e.run.ExecutionParentID == nil {
+			continue
+		}
+		p := *e.run.ExecutionParentID
+		if _, asked := first[p]; !asked && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // get returns the run of id read at rev from source, if held.
 func (c *runCache) get(source, id string, rev int64) (*Run, bool) {
 	c.mu.Lock()
@@ -130,6 +152,30 @@ SELECT q.id, c.revision, c.deleted,
 	CASE WHEN c.revision IS NULL OR c.deleted <> 0 THEN (SELECT 1 FROM flows_runs r WHERE r.run_id = q.id) END
 FROM q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id`
+}
+
+// withParents are the common table expressions of a statement of runs
+// with their parents: q(id) holds the ids bound to $1, then the parents
+// of their runs that are not among them, each once (parentsOf).
+func withParents(d store.Dialect) string {
+	return `a(id) AS (` + d.TextList(1) + `),
+q(id) AS (SELECT a.id FROM a
+	UNION ALL
+	` + parentsOf("a", "TRUE") + `)`
+}
+
+// parentsOf selects the parents (execution_parent_id) of the runs whose
+// ids are those of table t's rows that where holds for, each once,
+// leaving out those among t's ids. Each parent is looked up by its run's
+// id, in a scalar subquery: joined with flows_runs instead, SQLite scans
+// an index of the table (or builds a Bloom filter over it) for a batch of
+// a hundred runs, tenfold the statement's cost.
+// DISTINCT inside the derived table keeps SQLite from copying the
+// subquery into every use of x.id, which looked each parent up thrice.
+func parentsOf(t, where string) string {
+	return `SELECT x.id FROM (SELECT DISTINCT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = ` + t + `.id) AS id
+		FROM ` + t + ` WHERE ` + where + `) AS x
+	WHERE x.id IS NOT NULL AND x.id NOT IN (SELECT ` + t + `.id FROM ` + t + `)`
 }
 
 // fromRevision answers id from its change row raw (selectRevisions's),

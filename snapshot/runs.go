@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/flowsnap/flowsnap/access"
@@ -28,6 +29,25 @@ func (r *Reader) Runs(ctx context.Context, ids []string) ([]Result[Snapshot], er
 // parents of a whole page of runs), never for a list of ids a client sent.
 func (r *Reader) Load(ctx context.Context, ids []string) ([]Result[Snapshot], error) {
 	return readWith(ctx, r, func(q *querier) ([]Result[Snapshot], error) { return q.runs(ids) })
+}
+
+// RunsAndParents reads the snapshots of ids, as Load does, and those of
+// their parents (each run's ExecutionParentID, what Run.parent reads) in
+// the same read, so that a selection of runs with their parents costs
+// about what the runs alone do: a few runs and their parents in one
+// statement; many runs in one, and the parents their rows name in a second;
+// and when the reader's run cache holds most of ids, the revisions of ids
+// and of the parents of the runs it holds in one, and the rows that
+// changed, if any, in a second. parents holds, by id, the parent of every
+// run of ids that is not itself one of ids (and may hold more); a read of
+// one statement may run alone (see Read.Alone), and one that needs more
+// opens a transaction instead.
+func (r *Reader) RunsAndParents(ctx context.Context, ids []string) (runs []Result[Snapshot], parents map[string]Result[Snapshot], err error) {
+	err = r.with(ctx, func(q *querier) error {
+		runs, parents, err = q.runsAndParents(ids)
+		return err
+	})
+	return runs, parents, err
 }
 
 // Run reads the snapshot of one id. A malformed id or a broken row is
@@ -60,16 +80,133 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	cache := q.cache(todo)
 	if cache != nil {
 		var err error
-		if todo, err = q.cachedRuns(cache, ids, b.first, b.distinct, b.out, b.scope); err != nil {
+		if todo, err = q.cachedRuns(cache, b, nil); err != nil {
 			return nil, err
 		}
 	}
 	if len(todo) > 0 {
-		if err := q.decodedRuns(b, todo); err != nil {
+		if err := q.decodedRuns(b, todo, q.rd.r.selectRuns); err != nil {
 			return nil, err
 		}
 	}
 	return b.results()
+}
+
+// runsAndParents is runs with the parents of the runs read (see
+// RunsAndParents).
+func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]Result[Snapshot], error) {
+	b := newIDRuns(ids, scopeOf(q.ctx))
+	b.parents = map[string]Result[Snapshot]{}
+	if len(b.distinct) == 0 {
+		return b.out, b.parents, nil
+	}
+	c := q.cache(b.distinct)
+	switch {
+	case c != nil:
+		// A run at its cached revision has its cached parent: the
+		// revisions of those parents are read with the runs'. The runs
+		// and parents that changed are read in a second statement, and
+		// the parents those runs name, if any is new, in a third.
+		misses, err := q.cachedRuns(c, b, c.parentsOf(b.distinct, b.first))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, res := range b.out {
+			run, ok := res.Value.(*Run)
+			if !ok || run.ExecutionParentID == nil {
+				continue
+			}
+			p := *run.ExecutionParentID
+			_, asked := b.first[p]
+			_, placed := b.parents[p]
+			if !asked && !placed && !slices.Contains(b.parentMisses, p) {
+				b.parentMisses = append(b.parentMisses, p)
+			}
+		}
+		if todo := append(misses, b.parentMisses...); len(todo) > 0 {
+			if err := q.decodedRuns(b, todo, q.rd.r.selectRuns); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := q.parentsNamed(b, b.out, nil); err != nil {
+			return nil, nil, err
+		}
+	case len(b.distinct) > maxParentLookups && q.mayReadAgain():
+		// Many runs: their rows, then the parents they name that are
+		// not among them.
+		if err := q.decodedRuns(b, b.distinct, q.rd.r.selectRuns); err != nil {
+			return nil, nil, err
+		}
+		if err := q.parentsNamed(b, b.out, nil); err != nil {
+			return nil, nil, err
+		}
+	default:
+		if err := q.decodedRuns(b, b.distinct, q.rd.r.selectRunsAndParents); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err := b.results()
+	return out, b.parents, err
+}
+
+// maxParentLookups is the most runs whose parents one statement looks up
+// beside them (parentsOf): each lookup reads its run's row again, which
+// for a batch or a page of a hundred cost more than a second statement
+// reading the few parents the rows name.
+const maxParentLookups = 32
+
+// mayReadAgain reports whether the read may run a second statement: a
+// read that was to run alone then opens a transaction (see Read.Alone).
+// False once a statement ran alone.
+func (q *querier) mayReadAgain() bool {
+	if q.rd.ranAlone {
+		return false
+	}
+	if q.rd.tx == nil {
+		q.rd.alone = false
+	}
+	return true
+}
+
+// parentsNamed reads into b.parents, in one statement, the parents that
+// the runs of results and of edges name and that are neither among b's ids
+// nor read already (in b.parents, or on edges): the caller read those runs,
+// whose rows name their parents.
+func (q *querier) parentsNamed(b *idRuns, results []Result[Snapshot], edges []Edge) error {
+	onEdges := make(map[string]bool, len(edges))
+	for _, e := range edges {
+		onEdges[e.RunID] = true
+	}
+	var missing []string
+	want := func(s Snapshot) {
+		run, ok := s.(*Run)
+		if !ok || run.ExecutionParentID == nil {
+			return
+		}
+		p := *run.ExecutionParentID
+		_, asked := b.first[p]
+		_, read := b.parents[p]
+		if !asked && !read && !onEdges[p] && !slices.Contains(missing, p) {
+			missing = append(missing, p)
+		}
+	}
+	for _, res := range results {
+		want(res.Value)
+	}
+	for _, e := range edges {
+		want(e.Node.Value)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	res, err := q.runs(missing)
+	if err != nil {
+		return err
+	}
+	for i, id := range missing {
+		b.parents[id] = res[i]
+	}
+	return nil
 }
 
 // idRuns are the snapshots of a batch of ids, as one read places them: a
@@ -86,6 +223,12 @@ type idRuns struct {
 	placed int
 	// scope is what the reading principal may see (see show).
 	scope access.Scope
+	// parents, when set, are the runs' parents read beside them (see
+	// RunsAndParents): every row of a run not among ids is one. Of those
+	// the run cache could not answer by revision, parentMisses are the
+	// ids.
+	parents      map[string]Result[Snapshot]
+	parentMisses []string
 }
 
 // newIDRuns checks ids: a malformed one's Result is its error, and the
@@ -108,9 +251,13 @@ func newIDRuns(ids []string, scope access.Scope) *idRuns {
 }
 
 // place decodes the run row raw holds, read at pos, into the place of the
-// id it answers, which must be one asked for and not answered yet; it
+// id it answers, which must be one asked for and not answered yet, or, when
+// b reads parents, one not asked for and not read yet, a parent; it
 // returns the run when the row is one.
 func (b *idRuns) place(raw *rawRun, pos Position) (*Run, error) {
+	if _, asked := indexOf(b.first, raw.idText); !asked && b.parents != nil {
+		return b.placeParent(raw, pos)
+	}
 	i, err := slot(b.first, raw.idText, b.out)
 	if err != nil {
 		return nil, err
@@ -120,6 +267,23 @@ func (b *idRuns) place(raw *rawRun, pos Position) (*Run, error) {
 	b.out[i].Value, b.out[i].Err = show(b.scope, snap, err)
 	b.placed++
 	// The run as decoded, in scope or not, is what the run cache keeps.
+	run, _ := snap.(*Run)
+	return run, nil
+}
+
+// placeParent decodes the row of a parent, as place does a run's. A
+// parent answered already is answered again by a statement of runs that
+// changed and their parents: the same row in the same read, kept once.
+func (b *idRuns) placeParent(raw *rawRun, pos Position) (*Run, error) {
+	id := raw.rowID()
+	if _, seen := b.parents[id]; seen {
+		return nil, nil
+	}
+	raw.id = id
+	snap, err := raw.decode(pos)
+	var res Result[Snapshot]
+	res.Value, res.Err = show(b.scope, snap, err)
+	b.parents[id] = res
 	run, _ := snap.(*Run)
 	return run, nil
 }
@@ -154,30 +318,47 @@ func (q *querier) cache(distinct []string) *runCache {
 	return c
 }
 
-// cachedRuns reads the revisions of distinct and places in out each run the
-// cache holds at its revision, and each id without a run's row; it returns
-// the ids it did not place.
-func (q *querier) cachedRuns(c *runCache, ids []string, first map[string]int, distinct []string, out []Result[Snapshot], scope access.Scope) ([]string, error) {
+// cachedRuns reads the revisions of b's distinct ids, and of parents,
+// runs not among them, and places in b each run the cache holds at its
+// revision, and each id without a run's row; it returns the ids it did not
+// place, and keeps in b.parentMisses the parents it did not.
+func (q *querier) cachedRuns(c *runCache, b *idRuns, parents []string) ([]string, error) {
 	var raw rawRun
 	var misses []string
 	read := 0
-	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(distinct)}, raw.revisionDest(), "reading runs' revisions", func() error {
-		i, err := slot(first, raw.idText, out)
+	list := b.distinct
+	if len(parents) > 0 {
+		list = append(slices.Clip(list), parents...)
+	}
+	err := q.each(q.rd.r.selectRevisions, []any{q.dialect().TextListArg(list)}, raw.revisionDest(), "reading runs' revisions", func() error {
+		if _, asked := indexOf(b.first, raw.idText); !asked && b.parents != nil {
+			id := raw.rowID()
+			if _, seen := b.parents[id]; seen || slices.Contains(b.parentMisses, id) {
+				return fault.Errorf(fault.PersistenceFailed, "the store answered a run that was not asked for")
+			}
+			if res, ok := c.fromRevision(&raw, id, q.pos()); ok {
+				b.parents[id] = showResult(b.scope, res)
+			} else {
+				b.parentMisses = append(b.parentMisses, id)
+			}
+			return nil
+		}
+		i, err := slot(b.first, raw.idText, b.out)
 		if err != nil {
 			return err
 		}
 		read++
-		if res, ok := c.fromRevision(&raw, ids[i], q.pos()); ok {
-			out[i] = showResult(scope, res)
+		if res, ok := c.fromRevision(&raw, b.ids[i], q.pos()); ok {
+			b.out[i] = showResult(b.scope, res)
 		} else {
-			misses = append(misses, ids[i])
+			misses = append(misses, b.ids[i])
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if read != len(distinct) {
+	if read != len(b.distinct) {
 		return nil, errFewerRuns
 	}
 	return misses, nil
@@ -225,14 +406,26 @@ func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, e
 	return true, nil
 }
 
-// decodedRuns reads the rows of todo, ids of b, and places each decoded
-// run in b, keeping them in the reader's run cache when it has one.
-func (q *querier) decodedRuns(b *idRuns, todo []string) error {
+// decodedRuns reads the rows of todo, ids of b (and parents of b's runs),
+// with sql (selectRuns, or selectRunsAndParents, which reads the parents of
+// todo's runs too), and places each decoded run in b, keeping them in the
+// reader's run cache when it has one.
+func (q *querier) decodedRuns(b *idRuns, todo []string, sql string) error {
 	c := q.rd.r.cache
 	var raw rawRun
 	var fresh []*Run
 	before := b.placed
-	err := q.each(q.rd.r.selectRuns, []any{q.dialect().TextListArg(todo)}, raw.dest(), "reading runs", func() error {
+	want := len(todo)
+	if b.parents != nil {
+		// todo may hold parents, which place counts not.
+		want = 0
+		for _, id := range todo {
+			if _, asked := b.first[id]; asked {
+				want++
+			}
+		}
+	}
+	err := q.each(sql, []any{q.dialect().TextListArg(todo)}, raw.dest(), "reading runs", func() error {
 		run, err := b.place(&raw, q.pos())
 		if run != nil && c != nil {
 			fresh = append(fresh, run)
@@ -242,7 +435,7 @@ func (q *querier) decodedRuns(b *idRuns, todo []string) error {
 	if err != nil {
 		return err
 	}
-	if b.placed-before != len(todo) {
+	if b.placed-before != want {
 		return errFewerRuns
 	}
 	if len(fresh) > 0 {

@@ -47,8 +47,13 @@ func TestAssembledSQL(t *testing.T) {
 			{req: 0, l: runLists[cursor.Children], key: "anchor-a", after: cursor.Cursor{Ordinal: -1}, size: 10},
 			{req: 1, l: roundsOfAnchor, key: "anchor-a", after: cursor.Cursor{Ordinal: -1}, size: 10},
 		}
-		sql, args := pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"})
+		sql, args := pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"}, "")
 		statements = append(statements, struct{ name, sql string }{"runs_and_pages", fmt.Sprintf("%s\n-- arguments: %v", sql, args)})
+		// The same with every run's parent (RunsPagesAndParents), and runs
+		// by id with their parents (RunsAndParents).
+		sql, args = pagesSQL(d, runPages, mixed, []string{"anchor-a", "other"}, Parents{OfRuns: true, OfPages: true}.of())
+		statements = append(statements, struct{ name, sql string }{"runs_pages_and_parents", fmt.Sprintf("%s\n-- arguments: %v", sql, args)},
+			struct{ name, sql string }{"runs_and_parents", selectRunsAndParents(d)})
 		// The ops statements (docs/contract.md#ops-api): a page of finished
 		// runs after a cursor, runStats over a finish window, and flows.
 		since, flow := Millis(1000), "billing"
@@ -124,8 +129,8 @@ func TestPageStatementsAreMadeOnce(t *testing.T) {
 		made := make([]string, len(batches))
 		for round := range 2 {
 			for i, b := range batches {
-				sql, args := p.of(d, b[0].l.statement, b, nil)
-				wantSQL, wantArgs := pagesSQL(d, b[0].l.statement, b, nil)
+				sql, args := p.of(d, b[0].l.statement, b, nil, "")
+				wantSQL, wantArgs := pagesSQL(d, b[0].l.statement, b, nil, "")
 				if sql != wantSQL || fmt.Sprint(args) != fmt.Sprint(wantArgs) {
 					t.Fatalf("%s batch %d:\n%s %v\nwant\n%s %v", d, i, sql, args, wantSQL, wantArgs)
 				}
@@ -145,7 +150,7 @@ func TestPageStatementsAreMadeOnce(t *testing.T) {
 			for j := range b {
 				b[j] = want(children, "z", -1, "", 1)
 			}
-			if sql, _ := p.of(d, runPages, b, nil); sql != wantOf(d, b) {
+			if sql, _ := p.of(d, runPages, b, nil, ""); sql != wantOf(d, b) {
 				t.Fatalf("%s: shape %d: %s", d, i, sql)
 			}
 		}
@@ -159,6 +164,6 @@ func TestPageStatementsAreMadeOnce(t *testing.T) {
 }
 
 func wantOf(d store.Dialect, wants []pageWant) string {
-	sql, _ := pagesSQL(d, runPages, wants, nil)
+	sql, _ := pagesSQL(d, runPages, wants, nil, "")
 	return sql
 }
