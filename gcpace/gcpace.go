@@ -10,13 +10,18 @@
 // it is collected: half the collections for a few MiB more memory
 // (docs/benchmarks.md#load-cpu-per-request). So that many clients at once
 // do not grow that to more than a small server should hold, a server also
-// runs with a soft memory limit (DefaultMemoryLimit, see Limit): near it
-// the collector runs sooner than the percent says.
+// runs with a soft memory limit (DefaultMemoryLimit, or twice what is
+// live when that is more; see Limit): near it the collector runs sooner
+// than the percent says.
 package gcpace
 
 import (
+	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
+	"sync"
+	"time"
 )
 
 // DefaultPercent is the collector's percent a server runs with unless told
@@ -35,12 +40,48 @@ const DefaultMemoryLimit = 28 << 20
 // Limit sets the runtime's soft memory limit to DefaultMemoryLimit and
 // returns it; a GOMEMLIMIT in the environment, which the runtime has
 // applied already, is kept instead, and the limit in force returned.
+//
+// The default limit then follows what is live: every second it is set to
+// LimitFor the live heap, so that a server that keeps more live than the
+// default allows (thousands of subscriptions, a large run cache) collects
+// at most as often as the runtime's own pace would (GOGC=100), never
+// continuously as a fixed limit below its live heap would have it.
 func Limit(getenv func(string) string) int64 {
 	if getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1)
 	}
 	debug.SetMemoryLimit(DefaultMemoryLimit)
+	following.Do(func() {
+		go func() {
+			for range time.Tick(time.Second) {
+				Follow()
+			}
+		}()
+	})
 	return DefaultMemoryLimit
+}
+
+var following sync.Once
+
+// LimitFor is the soft memory limit a server with live bytes of live heap
+// runs with by default: DefaultMemoryLimit, or twice what is live when that
+// is more.
+func LimitFor(live uint64) int64 {
+	return max(DefaultMemoryLimit, 2*int64(min(live, math.MaxInt64/2)))
+}
+
+// Follow sets the soft memory limit to LimitFor the live heap the runtime
+// measured at its last collection, and returns it.
+func Follow() int64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	var live uint64
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		live = sample[0].Value.Uint64()
+	}
+	limit := LimitFor(live)
+	debug.SetMemoryLimit(limit)
+	return limit
 }
 
 // Set sets the collector's percent (GOGC's meaning; negative turns the

@@ -2,6 +2,7 @@ package gcpace_test
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -79,5 +80,35 @@ func TestLimitKeepsTheEnvironmentsGOMEMLIMIT(t *testing.T) {
 				t.Errorf("the runtime's limit is %d, want %d", inForce, c.want)
 			}
 		})
+	}
+}
+
+// TestTheDefaultLimitFollowsWhatIsLive holds more live heap than the
+// default limit, and checks that the limit rises to twice it, so that the
+// collector does not run continuously; a small live heap keeps the default.
+func TestTheDefaultLimitFollowsWhatIsLive(t *testing.T) {
+	was := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(was) })
+	if got := gcpace.LimitFor(1 << 20); got != gcpace.DefaultMemoryLimit {
+		t.Errorf("LimitFor(1 MiB) = %d, want the default %d", got, gcpace.DefaultMemoryLimit)
+	}
+	if got := gcpace.LimitFor(100 << 20); got != 200<<20 {
+		t.Errorf("LimitFor(100 MiB) = %d, want 200 MiB", got)
+	}
+	if got := gcpace.LimitFor(math.MaxUint64); got <= 0 {
+		t.Errorf("LimitFor(max) = %d, want a positive limit", got)
+	}
+	held := make([][]byte, 48)
+	for i := range held {
+		held[i] = make([]byte, 1<<20)
+	}
+	runtime.GC()
+	limit := gcpace.Follow()
+	runtime.KeepAlive(held)
+	if limit < 2*48<<20 {
+		t.Errorf("with 48 MiB live the limit is %d, want at least 96 MiB", limit)
+	}
+	if inForce := debug.SetMemoryLimit(-1); inForce != limit {
+		t.Errorf("the runtime's limit is %d, want %d", inForce, limit)
 	}
 }
