@@ -104,24 +104,3 @@ func TestDefaultReaders(t *testing.T) {
 		}
 	})
 }
-
-// TestSQLiteReadersKeepASmallPageCache reads the page cache size of a read
-// connection: 1 MiB (a negative cache_size is KiB), not SQLite's 2,000 KiB.
-func TestSQLiteReadersKeepASmallPageCache(t *testing.T) {
-	dsn := storetest.DSN(t, store.SQLite)
-	storetest.OpenDSN(t, dsn, true)
-	db := storetest.OpenReader(t, dsn)
-	ctx := context.Background()
-	tx, err := db.BeginRead(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	var kib int64
-	if err := tx.QueryRow(ctx, `PRAGMA cache_size`).Scan(&kib); err != nil {
-		t.Fatal(err)
-	}
-	if kib != -1024 {
-		t.Errorf("cache_size = %d, want -1024", kib)
-	}
-}

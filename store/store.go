@@ -223,17 +223,9 @@ func sqliteDSNs(dsn string, opts Options) (path, writer, reader string, err erro
 	// A read waits for a lock as long as its context allows (the driver's
 	// busy handler gives up when the context is done), so a lock wait ends
 	// as TIMEOUT at the operation's deadline, whatever that is.
-	// Each reader keeps a page cache of readerCacheKiB rather than
-	// SQLite's 2,000 KiB: the operating system's page cache holds the file
-	// anyway, and the connections' caches were a fifth of a busy server's
-	// memory (docs/benchmarks.md#every-field-selected).
-	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)", fmt.Sprintf("busy_timeout(%d)", readBusyTimeout.Milliseconds()),
-		fmt.Sprintf("cache_size(-%d)", readerCacheKiB)}})
+	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)", fmt.Sprintf("busy_timeout(%d)", readBusyTimeout.Milliseconds())}})
 	return path, writer, reader, nil
 }
-
-// readerCacheKiB is the page cache of each SQLite read connection, in KiB.
-const readerCacheKiB = 1024
 
 func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	path, writerDSN, readerDSN, err := sqliteDSNs(dsn, opts)
