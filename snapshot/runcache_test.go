@@ -21,18 +21,8 @@ func TestRunCache(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {
 		t.Parallel()
-		f := newFixture(t, d)
+		f, ids, uncached := cachedFixture(t, d, "cached")
 		ctx := context.Background()
-		ids := make([]string, 8)
-		var runs []engine.NewRun
-		for i := range ids {
-			ids[i] = fmt.Sprintf("r%d", i)
-			runs = append(runs, engine.NewRun{ID: ids[i], FlowName: "cached"})
-		}
-		f.create(t, runs...)
-		f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
-		uncached := snapshot.NewReader(f.ro)
-		uncached.SetRunCache(0)
 		asked := append(append([]string{}, ids...), "never", ids[0])
 
 		// read reads asked through f.r, checks it against uncached and
@@ -254,18 +244,8 @@ func TestListPagesThroughTheRunCache(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, d store.Dialect) {
 		t.Parallel()
-		f := newFixture(t, d)
+		f, ids, uncached := cachedFixture(t, d, "listed")
 		ctx := context.Background()
-		ids := make([]string, 8)
-		var runs []engine.NewRun
-		for i := range ids {
-			ids[i] = fmt.Sprintf("r%d", i)
-			runs = append(runs, engine.NewRun{ID: ids[i], FlowName: "listed"})
-		}
-		f.create(t, runs...)
-		f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
-		uncached := snapshot.NewReader(f.ro)
-		uncached.SetRunCache(0)
 		flow := "listed"
 		req := snapshot.ListRequest{Filter: snapshot.RunFilter{FlowName: &flow}, First: ptr(5)}
 
@@ -350,4 +330,22 @@ func TestListPagesThroughTheRunCache(t *testing.T) {
 		})
 		noOpenReads(t, f.ro)
 	})
+}
+
+// cachedFixture is a store of eight runs of flow, r0 to r7, read by f.r with
+// the run cache on and by uncached without it.
+func cachedFixture(t *testing.T, d store.Dialect, flow string) (f *fixture, ids []string, uncached *snapshot.Reader) {
+	t.Helper()
+	f = newFixture(t, d)
+	ids = make([]string, 8)
+	var runs []engine.NewRun
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%d", i)
+		runs = append(runs, engine.NewRun{ID: ids[i], FlowName: flow})
+	}
+	f.create(t, runs...)
+	f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
+	uncached = snapshot.NewReader(f.ro)
+	uncached.SetRunCache(0)
+	return f, ids, uncached
 }
