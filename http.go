@@ -300,6 +300,16 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 		}
 		defer stopMetrics()
 	}
+	// Subscriptions are refused (UNAVAILABLE) until the watcher has read
+	// the store's revision once: that read, a few milliseconds, comes
+	// before the server says it is ready. A store that cannot be read does
+	// not hold the server back for more than a few seconds: that is
+	// /readyz's to report.
+	select {
+	case <-watcher.Ready():
+	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
+	}
 	if opts.ready != nil {
 		opts.ready(addr)
 	}
