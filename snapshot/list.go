@@ -488,14 +488,12 @@ LEFT JOIN flows_run_changes c ON c.run_id = q.id`
 
 // listCache returns the reader's run cache when a list page may be read
 // through it: a page whose runs it does not hold at their revisions needs
-// a second statement, so the read must be a transaction (not run alone,
-// not ending with this statement).
+// a second statement (see mayReadAgain).
 func (q *querier) listCache() *runCache {
 	c := q.rd.r.cache
-	if c == nil || q.rd.ranAlone || q.last {
+	if c == nil || !q.mayReadAgain() {
 		return nil
 	}
-	q.rd.alone = false
 	return c
 }
 

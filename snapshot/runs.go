@@ -112,14 +112,7 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 			return nil, nil, err
 		}
 		for _, res := range b.out {
-			run, ok := res.Value.(*Run)
-			if !ok || run.ExecutionParentID == nil {
-				continue
-			}
-			p := *run.ExecutionParentID
-			_, asked := b.first[p]
-			_, placed := b.parents[p]
-			if !asked && !placed && !slices.Contains(b.parentMisses, p) {
+			if p, ok := b.unreadParent(res.Value); ok && !slices.Contains(b.parentMisses, p) {
 				b.parentMisses = append(b.parentMisses, p)
 			}
 		}
@@ -156,8 +149,10 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 const maxParentLookups = 32
 
 // mayReadAgain reports whether the read may run a second statement: a
-// read that was to run alone then opens a transaction (see Read.Alone).
-// False once a statement ran alone.
+// read that was to run alone then opens a transaction (see Read.Alone),
+// and one that was to end with its next statement (Read.EndWithNext) does
+// not send the transaction's end behind it, which would refuse the second;
+// End rolls it back. False once a statement ran alone.
 func (q *querier) mayReadAgain() bool {
 	if q.rd.ranAlone {
 		return false
@@ -165,6 +160,7 @@ func (q *querier) mayReadAgain() bool {
 	if q.rd.tx == nil {
 		q.rd.alone = false
 	}
+	q.last = false
 	return true
 }
 
@@ -179,14 +175,7 @@ func (q *querier) parentsNamed(b *idRuns, results []Result[Snapshot], edges []Ed
 	}
 	var missing []string
 	want := func(s Snapshot) {
-		run, ok := s.(*Run)
-		if !ok || run.ExecutionParentID == nil {
-			return
-		}
-		p := *run.ExecutionParentID
-		_, asked := b.first[p]
-		_, read := b.parents[p]
-		if !asked && !read && !onEdges[p] && !slices.Contains(missing, p) {
+		if p, ok := b.unreadParent(s); ok && !onEdges[p] && !slices.Contains(missing, p) {
 			missing = append(missing, p)
 		}
 	}
@@ -207,6 +196,19 @@ func (q *querier) parentsNamed(b *idRuns, results []Result[Snapshot], edges []Ed
 		b.parents[id] = res[i]
 	}
 	return nil
+}
+
+// unreadParent returns the parent the run s names, when s is a run with
+// one that is neither among b's ids nor read into b.parents.
+func (b *idRuns) unreadParent(s Snapshot) (string, bool) {
+	run, ok := s.(*Run)
+	if !ok || run.ExecutionParentID == nil {
+		return "", false
+	}
+	p := *run.ExecutionParentID
+	_, asked := b.first[p]
+	_, read := b.parents[p]
+	return p, !asked && !read
 }
 
 // idRuns are the snapshots of a batch of ids, as one read places them: a
@@ -311,10 +313,9 @@ func (q *querier) cache(distinct []string) *runCache {
 	if c == nil || len(distinct) < 2 || q.rd.ranAlone {
 		return nil
 	}
-	if held := c.holds(distinct); held < 2 || held*4 < len(distinct)*3 {
+	if held := c.holds(distinct); held < 2 || held*4 < len(distinct)*3 || !q.mayReadAgain() {
 		return nil
 	}
-	q.rd.alone = false
 	return c
 }
 

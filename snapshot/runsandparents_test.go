@@ -221,3 +221,58 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestParentsReadAfterAsTheOperationsLastRead reads runs by id, and a page
+// of children, with parents too many for the one statement, as an
+// operation's last read (Read.EndWithNext) in a transaction opened by a
+// read before it: the parents' second statement is read, not refused.
+func TestParentsReadAfterAsTheOperationsLastRead(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		runs := []engine.NewRun{{ID: "hub", FlowName: "hub"}}
+		var ids []string
+		for i := range 40 {
+			ids = append(ids, fmt.Sprintf("c%02d", i))
+			runs = append(runs, engine.NewRun{ID: fmt.Sprintf("p%02d", i), FlowName: "p"},
+				engine.NewRun{ID: ids[i], FlowName: "c", Parents: []engine.ParentEdge{{ParentID: fmt.Sprintf("p%02d", i)}}},
+				engine.NewRun{ID: fmt.Sprintf("h%02d", i), FlowName: "h", Parents: []engine.ParentEdge{{ParentID: "hub", Seq: int64(i)}}})
+		}
+		f.create(t, runs...)
+		f.r.SetRunCache(0)
+		last := func(t *testing.T) context.Context {
+			t.Helper()
+			ctx, rd := f.r.Begin(context.Background())
+			t.Cleanup(rd.End)
+			// A read of two runs opens the transaction with its statement.
+			if _, err := f.r.Runs(ctx, []string{"p00", "p01"}); err != nil {
+				t.Fatal(err)
+			}
+			rd.EndWithNext()
+			return ctx
+		}
+		t.Run("runs by id", func(t *testing.T) {
+			_, parents, err := f.r.RunsAndParents(last(t), ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parents) != len(ids) {
+				t.Fatalf("%d parents, want %d", len(parents), len(ids))
+			}
+		})
+		t.Run("a page of children", func(t *testing.T) {
+			req := snapshot.RunPageRequest{Kind: cursor.Children, PageRequest: snapshot.PageRequest{Anchor: "hub", First: ptr(40)}}
+			_, pages, parents, err := f.r.RunsPagesAndParents(last(t), nil, []snapshot.RunPageRequest{req}, snapshot.Parents{OfPages: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(pages[0].Value.Edges); n != 40 {
+				t.Fatalf("%d edges, want 40", n)
+			}
+			if _, ok := parents["hub"]; !ok || len(parents) != 1 {
+				t.Fatalf("parents %v, want the hub's", parents)
+			}
+		})
+	})
+}
