@@ -579,6 +579,12 @@ func rawAlone(db *store.DB, statement func(id string) (string, any), id string, 
 	if err != nil {
 		return err
 	}
+	return scanRows(rows, n)
+}
+
+// scanRows scans every column of every row of rows, n of them, into plain
+// values, and closes rows.
+func scanRows(rows store.Rows, n int) error {
 	defer rows.Close()
 	vals := make([]any, n)
 	dest := make([]any, n)
@@ -644,18 +650,7 @@ func rawRowsN(tx store.Tx, n int, sql string, args ...any) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	vals := make([]any, n)
-	dest := make([]any, n)
-	for i := range vals {
-		dest[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return scanRows(rows, n)
 }
 
 func hubChildID(i int) string { return fmt.Sprintf("hub-child-%05d", i) }

@@ -349,11 +349,11 @@ func (p *Planner) readsParentsOnly(oc *graphql.OperationContext, f graphql.Colle
 // it: each run by its id (the parents too), and each page by its anchor
 // and, for rounds, the lineage of the run read.
 func (l *loaders) readAll(ctx context.Context, p oneRead) {
+	if l.read != nil {
+		l.read.EndWithNext()
+	}
 	if len(p.pages) == 0 {
 		// Runs and their parents, which the run cache may answer.
-		if l.read != nil {
-			l.read.EndWithNext()
-		}
 		runs, parents, err := l.reader.RunsAndParents(ctx, p.ids)
 		l.primeRuns(p.ids, runs, parents, err)
 		return
@@ -364,9 +364,6 @@ func (l *loaders) readAll(ctx context.Context, p oneRead) {
 			k := newPageKey(id, "", pf.first, pf.after)
 			reqs = append(reqs, snapshot.RunPageRequest{Kind: pf.kind, PageRequest: k.request()})
 		}
-	}
-	if l.read != nil {
-		l.read.EndWithNext()
 	}
 	runs, pages, parents, err := l.reader.RunsPagesAndParents(ctx, p.ids, reqs, p.parents)
 	// Every run fails with the read, where it is asked for.

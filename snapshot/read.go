@@ -25,10 +25,9 @@ type Reader struct {
 	source   string // the source of the first position read
 
 	// selectRuns is the statement of every batch of runs, and
-	// selectRevisions that of their revisions, made once; the AndParents
-	// pair read the runs' parents too (see RunsAndParents).
-	selectRuns, selectRevisions                     string
-	selectRunsAndParents, selectRevisionsAndParents string
+	// selectRevisions that of their revisions, made once;
+	// selectRunsAndParents reads the runs' parents too (see RunsAndParents).
+	selectRuns, selectRevisions, selectRunsAndParents string
 	// cache, when set, keeps decoded runs by revision (see SetRunCache).
 	cache *runCache
 	// pageStmts are the statements of the batches of pages read.
