@@ -58,7 +58,7 @@ func (b binder) serveFlags(o *serveOptions) []cli.Flag {
 		bind(b, &cli.IntFlag{Name: "complexity-limit", Value: 100_000, Usage: "the most an operation may cost (connections cost first × their selection)"}, &o.complexityLimit),
 		bind(b, &cli.IntFlag{Name: "max-depth", Value: 16, Usage: "how deeply an operation's fields may nest"}, &o.maxDepth),
 		bind(b, &cli.BoolFlag{Name: "introspection", Value: true, Usage: "answer introspection queries and serve the GraphiQL explorer at /explorer (the dashboard at / is always served)"}, &o.introspection),
-		bind(b, &cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept on SQLite, so that unchanged runs, a batch or one alone, are read by their revisions alone (0 keeps none)",
+		bind(b, &cli.IntFlag{Name: "run-cache-mb", Value: snapshot.DefaultRunCacheBytes >> 20, Usage: "MiB of decoded runs kept: on SQLite unchanged runs are read by their revisions alone, on PostgreSQL runs the revision watcher saw unchanged are not read at all (0 keeps none)",
 			Validator: func(v int) error {
 				if v < 0 {
 					return fmt.Errorf("--run-cache-mb %d: want 0 or more", v)

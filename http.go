@@ -154,6 +154,8 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	reader := snapshot.NewReader(db)
 	if db.Dialect().InProcess() {
 		reader.SetRunCache(opts.runCacheMB << 20)
+	} else {
+		reader.SetWatchedRunCache(opts.runCacheMB << 20)
 	}
 	reader.OnRead = metrics.ObserveRead
 	lane := opts.expensiveReads

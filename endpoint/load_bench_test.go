@@ -20,11 +20,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flowsnap/flowsnap/cursor"
 	"github.com/flowsnap/flowsnap/endpoint"
 	"github.com/flowsnap/flowsnap/engine"
 	"github.com/flowsnap/flowsnap/gcpace"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
@@ -362,10 +364,10 @@ func serveLoad(dsn string) error {
 		}()
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endpoint.NewHandler(loadReader(db), endpoint.Options{}))
+	mux.Handle("/graphql", endpoint.NewHandler(loadReader(ctx, db), endpoint.Options{}))
 	// /graphql-nodirect is the same endpoint with the direct answer off:
 	// the flowsnapNoDirect rows.
-	mux.Handle("/graphql-nodirect", endpoint.NewHandler(loadReader(db), endpoint.Options{NoDirect: true}))
+	mux.Handle("/graphql-nodirect", endpoint.NewHandler(loadReader(ctx, db), endpoint.Options{NoDirect: true}))
 	// /floor reads a request and answers n bytes of JSON, and nothing
 	// else: the httpFloor rows, what the same exchange costs a Go HTTP
 	// server that reads no store and runs no GraphQL.
@@ -403,14 +405,20 @@ func serveLoad(dsn string) error {
 	return nil
 }
 
-// loadReader is the reader the load server serves db with:
+// loadReader is the reader the load server serves db with, watched by a
+// revision watcher at the default interval, as serve's is:
 // FLOWSNAP_BENCH_RUN_CACHE=0 turns its run cache off, so that every batch
-// reads its rows as on its first read (the cache is only ever on for
-// SQLite, where it is on by default).
-func loadReader(db *store.DB) *snapshot.Reader {
+// reads its rows as on its first read.
+func loadReader(ctx context.Context, db *store.DB) *snapshot.Reader {
 	r := snapshot.NewReader(db)
 	if os.Getenv("FLOWSNAP_BENCH_RUN_CACHE") == "0" {
 		r.SetRunCache(0)
+	}
+	w := live.New(r, live.Options{})
+	go func() { _ = w.Run(ctx) }()
+	select {
+	case <-w.Ready():
+	case <-time.After(5 * time.Second):
 	}
 	return r
 }
@@ -452,8 +460,9 @@ type loadServer struct {
 // reader from this process.
 func startLoadServer(b *testing.B, reader *snapshot.Reader, dsn string) *loadServer {
 	if os.Getenv("FLOWSNAP_BENCH_INPROCESS") == "1" {
-		srv := httptest.NewServer(endpoint.NewHandler(loadReader(reader.DB()), endpoint.Options{}))
-		b.Cleanup(srv.Close)
+		ctx, stop := context.WithCancel(context.Background())
+		srv := httptest.NewServer(endpoint.NewHandler(loadReader(ctx, reader.DB()), endpoint.Options{}))
+		b.Cleanup(func() { srv.Close(); stop() })
 		return &loadServer{url: srv.URL}
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")

@@ -288,6 +288,14 @@ func (w *Watcher) read(ctx context.Context) (snapshot.Position, []snapshot.Chang
 	// With more changes than a tick reads, the rest come at the next
 	// ticks; position subscribers hear of the revision the changes reached.
 	pos.Revision = feed.NextRevision
+	// The reader's run cache hears of every change too. A feed cut short
+	// lacks the runs whose change before NextRevision a later one
+	// replaced: the cache is told that it does not know them.
+	if feed.HasMore {
+		w.reader.ChangesUnknown(pos.Source, feed.NextRevision)
+	} else {
+		w.reader.ChangesSeen(pos.Source, last, feed.NextRevision, feed.Changes)
+	}
 	return pos, feed.Changes, nil
 }
 
@@ -300,6 +308,7 @@ func (w *Watcher) dispatch(pos snapshot.Position, changes []snapshot.Change) {
 		// only from now on, so each one's first event is read after it and
 		// nothing falls between the two.
 		w.seen, w.source, w.last = true, pos.Source, pos.Revision
+		w.reader.ChangesUnknown(pos.Source, pos.Revision)
 		close(w.ready)
 		return
 	case pos.Source != w.source || pos.Revision < w.last:
@@ -307,6 +316,7 @@ func (w *Watcher) dispatch(pos snapshot.Position, changes []snapshot.Change) {
 		// subscribers hold may be from a history that no longer exists.
 		// Tell every one of them, and start over from here.
 		w.source, w.last = pos.Source, pos.Revision
+		w.reader.ChangesUnknown(pos.Source, pos.Revision)
 		w.notifyAll(pos.Revision, true)
 		return
 	case pos.Revision == w.last:

@@ -490,7 +490,7 @@ LEFT JOIN flows_run_changes c ON c.run_id = q.id`
 // through it: a page whose runs it does not hold at their revisions needs
 // a second statement (see mayReadAgain).
 func (q *querier) listCache() *runCache {
-	c := q.rd.r.cache
+	c := q.rd.r.revisionCache()
 	if c == nil || !q.mayReadAgain() {
 		return nil
 	}

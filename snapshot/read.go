@@ -29,7 +29,11 @@ type Reader struct {
 	// selectRunsAndParents reads the runs' parents too (see RunsAndParents).
 	selectRuns, selectRevisions, selectRunsAndParents string
 	// cache, when set, keeps decoded runs by revision (see SetRunCache).
-	cache *runCache
+	// byRevision says reads ask it by their runs' revisions (SQLite, see
+	// revisionCache); otherwise it answers only the runs the revision
+	// watcher has seen unchanged (see ChangesSeen).
+	cache      *runCache
+	byRevision bool
 	// pageStmts are the statements of the batches of pages read.
 	pageStmts pageStatements
 	// limit bounds each statement whose cost the store's data decides (a
@@ -58,25 +62,71 @@ func (r *Reader) SetStatementLimit(limit time.Duration, lane int) {
 // read connections runs at once: a quarter of them, at least one.
 func DefaultLane(n int) int { return max(1, n/4) }
 
-// NewReader returns a Reader of db. On SQLite it keeps decoded runs in a
-// cache of DefaultRunCacheBytes (see SetRunCache).
+// NewReader returns a Reader of db, which keeps decoded runs in a cache of
+// DefaultRunCacheBytes (see SetRunCache).
 func NewReader(db *store.DB) *Reader {
 	d := db.Dialect()
 	r := &Reader{db: db, selectRuns: selectRuns(d), selectRevisions: selectRevisions(d),
-		selectRunsAndParents: selectRunsAndParents(d)}
-	if db.Dialect().InProcess() {
-		r.cache = newRunCache(DefaultRunCacheBytes)
-	}
+		selectRunsAndParents: selectRunsAndParents(d), byRevision: d.InProcess()}
+	r.cache = newRunCache(DefaultRunCacheBytes)
 	return r
 }
 
 // SetRunCache sets how many bytes of decoded runs the reader keeps, to
-// read again by their revisions alone; 0 keeps none. Call it before the
-// first read.
+// read again by their revisions alone, in a statement of their own; 0
+// keeps none. It is how a reader of SQLite keeps runs by default, where a
+// run's row costs several times its change row. Call it before the first
+// read.
 func (r *Reader) SetRunCache(bytes int) {
-	r.cache = nil
+	r.setCache(bytes, true)
+}
+
+// SetWatchedRunCache sets how many bytes of decoded runs the reader keeps
+// to answer only the runs the revision watcher has seen unchanged (see
+// ChangesSeen), without a statement; runs it cannot answer so are read
+// whole. It is how a reader of PostgreSQL keeps runs by default, where a
+// statement of revisions would be a round trip of its own. 0 keeps none.
+// Call it before the first read.
+func (r *Reader) SetWatchedRunCache(bytes int) {
+	r.setCache(bytes, false)
+}
+
+func (r *Reader) setCache(bytes int, byRevision bool) {
+	r.cache, r.byRevision = nil, byRevision
 	if bytes > 0 {
 		r.cache = newRunCache(bytes)
+	}
+}
+
+// revisionCache returns the run cache when reads ask it by their runs'
+// revisions (see SetRunCache).
+func (r *Reader) revisionCache() *runCache {
+	if !r.byRevision {
+		return nil
+	}
+	return r.cache
+}
+
+// ChangesSeen tells the reader's run cache of every change the revision
+// watcher read from source after revision from up to revision to (each
+// run's latest, as a feed that has no more gives them): the runs it holds
+// that none of those changed are, up to to, the latest versions of their
+// ids, and a read at to or earlier takes them without a statement. Only
+// the reader's one watcher may call it, and with every change: from the
+// revision it last told of (or ChangesUnknown did), up to the next.
+func (r *Reader) ChangesSeen(source string, from, to int64, changes []Change) {
+	if c := r.cache; c != nil {
+		c.changesSeen(source, from, to, changes)
+	}
+}
+
+// ChangesUnknown tells the reader's run cache that the watcher did not
+// read the changes of source's runs up to revision at (its first look, a
+// store restored to an earlier revision, a burst of more changes than it
+// reads at once), but will tell of every change after at.
+func (r *Reader) ChangesUnknown(source string, at int64) {
+	if c := r.cache; c != nil {
+		c.changesUnknown(source, at)
 	}
 }
 

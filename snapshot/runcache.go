@@ -22,6 +22,12 @@ const DefaultRunCacheBytes = 4 << 20
 // runs have not changed reads their revisions alone, and only the rows
 // that did change. It is safe for concurrent use; runs in it are never
 // modified.
+//
+// When the server's revision watcher tells it of every change it reads
+// (Reader.ChangesSeen), the cache also knows which of its runs have not
+// changed up to the revision the watcher reached, and a read at or before
+// that revision takes those runs without reading even their revisions
+// (see fresh).
 type runCache struct {
 	// hits and misses count the runs asked of it.
 	hits, misses atomic.Uint64
@@ -30,21 +36,29 @@ type runCache struct {
 	source string
 	// runs are kept least recently used first; each weighs its runSize,
 	// and the oldest leave until the weights fit in max.
-	runs  *simplelru.LRU[string, cachedRun]
+	runs  *simplelru.LRU[string, *cachedRun]
 	bytes int
 	max   int
+	// current is the revision up to which the cache was told of every
+	// change (ChangesSeen), 0 while it knows of none. A run whose gen is
+	// gen was the latest version of its id at current: it was read at
+	// current or later, and no change told of since replaced it. Forgetting
+	// what it knew (ChangesUnknown) is a new gen.
+	current int64
+	gen     uint64
 }
 
 type cachedRun struct {
 	rev  int64
 	run  *Run
 	size int
+	gen  uint64
 }
 
 func newRunCache(max int) *runCache {
-	c := &runCache{max: max}
+	c := &runCache{max: max, gen: 1}
 	// The count is no bound of its own: the bytes are.
-	runs, err := simplelru.NewLRU(math.MaxInt, func(_ string, e cachedRun) { c.bytes -= e.size })
+	runs, err := simplelru.NewLRU(math.MaxInt, func(_ string, e *cachedRun) { c.bytes -= e.size })
 	if err != nil {
 		panic(err)
 	}
@@ -92,27 +106,70 @@ func (c *runCache) parentsOf(ids []string, first map[string]int) []string {
 	return out
 }
 
-// get returns the run of id read at rev from source, if held.
-func (c *runCache) get(source, id string, rev int64) (*Run, bool) {
+// get returns the run of id that the change row read at pos says is its
+// latest, rev, if held.
+func (c *runCache) get(pos Position, id string, rev int64) (*Run, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.runs.Get(id)
-	if !ok || e.rev != rev || source != c.source {
+	if !ok || e.rev != rev || pos.Source != c.source {
+		return nil, false
+	}
+	// Read at current or later, the run is the latest version of its id
+	// at current.
+	e.gen = c.genAt(pos.Revision)
+	c.hits.Add(1)
+	return e.run, true
+}
+
+// genAt is the gen of a run that is the latest version of its id at
+// revision at: the current gen when at is current or later, for then every
+// later change is still to be told of; none (0) when some changes between
+// at and current were told of already, without the run (called with mu
+// held).
+func (c *runCache) genAt(at int64) uint64 {
+	if c.current > 0 && at >= c.current {
+		return c.gen
+	}
+	return 0
+}
+
+// watched reports whether the revision watcher has told it of changes: a
+// run put then may be answered by fresh.
+func (c *runCache) watched() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current > 0
+}
+
+// fresh returns the run of id as of pos without reading anything: the run
+// held, when it is the latest version of its id at current (its gen is
+// the current one), current is pos or later, and the run was written at
+// pos or earlier. A run unchanged up to current is unchanged up to pos.
+func (c *runCache) fresh(pos Position, id string) (*Run, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current == 0 || pos.Revision > c.current || pos.Source != c.source {
+		return nil, false
+	}
+	e, ok := c.runs.Get(id)
+	if !ok || e.gen != c.gen || e.rev > pos.Revision {
 		return nil, false
 	}
 	c.hits.Add(1)
 	return e.run, true
 }
 
-// put keeps runs read from source, dropping the least recently used to
-// stay within its bytes; runs of another source are dropped first.
-func (c *runCache) put(source string, runs []*Run) {
+// put keeps runs read at pos, dropping the least recently used to stay
+// within its bytes; runs of another source are dropped first.
+func (c *runCache) put(pos Position, runs []*Run) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if source != c.source {
+	if pos.Source != c.source {
 		c.runs.Purge()
-		c.source = source
+		c.source = pos.Source
 	}
+	gen := c.genAt(pos.Revision)
 	for _, r := range runs {
 		size := runSize(r)
 		if size > c.max/16 {
@@ -122,9 +179,48 @@ func (c *runCache) put(source string, runs []*Run) {
 		for c.bytes+size > c.max && c.runs.Len() > 0 {
 			c.runs.RemoveOldest()
 		}
-		c.runs.Add(r.ID, cachedRun{rev: r.Revision, run: r, size: size})
+		c.runs.Add(r.ID, &cachedRun{rev: r.Revision, run: r, size: size, gen: gen})
 		c.bytes += size
 	}
+}
+
+// changesSeen is told of every change of source's runs after revision
+// from up to revision to, each run's latest: a run held at another
+// revision is dropped. Told of anything but the changes after the revision
+// it knows (current), it forgets what it knew instead.
+func (c *runCache) changesSeen(source string, from, to int64, changes []Change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if source != c.source || c.current == 0 || from != c.current || to < from {
+		c.forget(source, to)
+		return
+	}
+	for _, ch := range changes {
+		if e, ok := c.runs.Peek(ch.RunID); ok && (e.rev != ch.Revision || ch.Deleted) {
+			c.runs.Remove(ch.RunID)
+		}
+	}
+	c.current = to
+}
+
+// changesUnknown says that the changes of source's runs up to revision at
+// are not known, but the cache will be told of every change after it: no
+// run held is known to be the latest version of its id any longer, and
+// the runs read at at or later will be.
+func (c *runCache) changesUnknown(source string, at int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forget(source, at)
+}
+
+// forget is changesUnknown, called with mu held.
+func (c *runCache) forget(source string, at int64) {
+	if source != c.source {
+		c.runs.Purge()
+		c.source = source
+	}
+	c.gen++
+	c.current = max(at, 0)
 }
 
 // RunCacheStats reports how many runs the reader's run cache answered and
@@ -189,7 +285,7 @@ func (c *runCache) fromRevision(raw *rawRun, id string, pos Position) (Result[Sn
 	d, okDel := toInt(raw.deleted)
 	switch {
 	case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
-		run, ok := c.get(pos.Source, id, r)
+		run, ok := c.get(pos, id, r)
 		if !ok {
 			c.misses.Add(1)
 			return Result[Snapshot]{}, false

@@ -68,6 +68,9 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 		return b.out, nil
 	}
 	todo := b.distinct
+	if c := q.rd.r.cache; c != nil && q.placed() {
+		todo = q.freshRuns(c, b, todo)
+	}
 	if len(todo) == 1 {
 		answered, err := q.cachedAlone(todo[0], b.first[todo[0]], b.out)
 		if err != nil {
@@ -80,7 +83,7 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	cache := q.cache(todo)
 	if cache != nil {
 		var err error
-		if todo, err = q.cachedRuns(cache, b, nil); err != nil {
+		if todo, err = q.cachedRuns(cache, b, todo, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -107,7 +110,7 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 		// revisions of those parents are read with the runs'. The runs
 		// and parents that changed are read in a second statement, and
 		// the parents those runs name, if any is new, in a third.
-		misses, err := q.cachedRuns(c, b, c.parentsOf(b.distinct, b.first))
+		misses, err := q.cachedRuns(c, b, b.distinct, c.parentsOf(b.distinct, b.first))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -302,6 +305,17 @@ func (b *idRuns) results() ([]Result[Snapshot], error) {
 	return b.out, nil
 }
 
+// keepingCache returns the reader's run cache when it keeps the runs read:
+// always when reads ask it by revision, and otherwise once the revision
+// watcher tells it of changes, without which it answers nothing.
+func (r *Reader) keepingCache() *runCache {
+	c := r.cache
+	if c == nil || r.byRevision || c.watched() {
+		return c
+	}
+	return nil
+}
+
 // cache returns the reader's run cache when it is worth asking for
 // distinct: it holds two or more of them and at least three in four. Its
 // revisions cost less than the rows do, but the rows that
@@ -309,7 +323,7 @@ func (b *idRuns) results() ([]Result[Snapshot], error) {
 // misses is read whole at once. A read that was to run alone then opens a
 // transaction, since it may need that second statement.
 func (q *querier) cache(distinct []string) *runCache {
-	c := q.rd.r.cache
+	c := q.rd.r.revisionCache()
 	if c == nil || len(distinct) < 2 || q.rd.ranAlone {
 		return nil
 	}
@@ -319,15 +333,39 @@ func (q *querier) cache(distinct []string) *runCache {
 	return c
 }
 
-// cachedRuns reads the revisions of b's distinct ids, and of parents,
-// runs not among them, and places in b each run the cache holds at its
-// revision, and each id without a run's row; it returns the ids it did not
-// place, and keeps in b.parentMisses the parents it did not.
-func (q *querier) cachedRuns(c *runCache, b *idRuns, parents []string) ([]string, error) {
+// freshRuns places in b the runs of todo, ids of b, that the cache c
+// holds as unchanged up to the read's position (runCache.fresh), without
+// a statement, and returns the rest.
+func (q *querier) freshRuns(c *runCache, b *idRuns, todo []string) []string {
+	var rest []string
+	for i, id := range todo {
+		run, ok := c.fresh(q.pos(), id)
+		if !ok {
+			if rest != nil {
+				rest = append(rest, id)
+			}
+			continue
+		}
+		if rest == nil {
+			rest = append(make([]string, 0, len(todo)-1), todo[:i]...)
+		}
+		b.out[b.first[id]] = showResult(b.scope, Result[Snapshot]{Value: run})
+	}
+	if rest == nil {
+		return todo
+	}
+	return rest
+}
+
+// cachedRuns reads the revisions of ids, distinct ids of b, and of
+// parents, runs not among b's, and places in b each run the cache holds
+// at its revision, and each id without a run's row; it returns the ids it
+// did not place, and keeps in b.parentMisses the parents it did not.
+func (q *querier) cachedRuns(c *runCache, b *idRuns, ids, parents []string) ([]string, error) {
 	var raw rawRun
 	var misses []string
 	read := 0
-	list := b.distinct
+	list := ids
 	if len(parents) > 0 {
 		list = append(slices.Clip(list), parents...)
 	}
@@ -359,7 +397,7 @@ func (q *querier) cachedRuns(c *runCache, b *idRuns, parents []string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	if read != len(b.distinct) {
+	if read != len(ids) {
 		return nil, errFewerRuns
 	}
 	return misses, nil
@@ -374,7 +412,7 @@ func (q *querier) cachedRuns(c *runCache, b *idRuns, parents []string) ([]string
 // snapshot of its own, as it would have. A run's row costs two or three
 // times its change row, which has three columns to the row's 28.
 func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, error) {
-	c, rd := q.rd.r.cache, q.rd
+	c, rd := q.rd.r.revisionCache(), q.rd
 	if c == nil || !rd.alone || rd.tx != nil || rd.ranAlone || c.holds([]string{id}) == 0 {
 		return false, nil
 	}
@@ -412,7 +450,7 @@ func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, e
 // todo's runs too), and places each decoded run in b, keeping them in the
 // reader's run cache when it has one.
 func (q *querier) decodedRuns(b *idRuns, todo []string, sql string) error {
-	c := q.rd.r.cache
+	c := q.rd.r.keepingCache()
 	var raw rawRun
 	var fresh []*Run
 	before := b.placed
@@ -440,7 +478,7 @@ func (q *querier) decodedRuns(b *idRuns, todo []string, sql string) error {
 		return errFewerRuns
 	}
 	if len(fresh) > 0 {
-		c.put(q.pos().Source, fresh)
+		c.put(q.pos(), fresh)
 	}
 	return nil
 }
