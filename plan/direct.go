@@ -51,7 +51,7 @@ func AnswerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 		return nil
 	}
 	w := &directWriter{ctx: ctx, oc: oc, l: l, payloads: access.FromContext(ctx).Payloads}
-	fields, ok := w.collect(oc.Operation.SelectionSet, w.l.p.implementors["Query"])
+	fields, ok := w.collect(oc.Operation.SelectionSet, "Query")
 	if !ok {
 		return nil
 	}
@@ -112,8 +112,20 @@ type directWriter struct {
 	// errors (docs/contract.md#payloads).
 	payloads bool
 	// collected memoises the fields of a selection set on a type: every
-	// element of a list shares its selection.
-	collected map[collectedKey][]graphql.CollectedField
+	// element of a list shares its selection. An operation has a handful
+	// of sets, which a slice finds without hashing a key per element;
+	// beyond maxCollected, collectedMap holds the rest.
+	collected    []collectedSet
+	collectedMap map[collectedKey][]graphql.CollectedField
+}
+
+// maxCollected is how many selection sets the writer looks up in a slice
+// before it keeps them in a map.
+const maxCollected = 16
+
+type collectedSet struct {
+	key    collectedKey
+	fields []graphql.CollectedField
 }
 
 // collectedKey names a selection set on a type within one request, in
@@ -137,17 +149,22 @@ func (w *directWriter) WriteString(s string) (int, error) {
 	return len(s), nil
 }
 
-// collect returns sel's fields on a type that satisfies implementors, as
-// the executor collects and writes them; false when one is deferred.
-func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]graphql.CollectedField, bool) {
+// collect returns sel's fields on typ, an object type, as the executor
+// collects and writes them; false when one is deferred.
+func (w *directWriter) collect(sel ast.SelectionSet, typ string) ([]graphql.CollectedField, bool) {
 	if len(sel) == 0 {
 		return nil, false
 	}
-	key := collectedKey{first: &sel[0], n: len(sel), typ: implementors[0]}
-	if fields, ok := w.collected[key]; ok {
+	key := collectedKey{first: &sel[0], n: len(sel), typ: typ}
+	for i := range w.collected {
+		if w.collected[i].key == key {
+			return w.collected[i].fields, true
+		}
+	}
+	if fields, ok := w.collectedMap[key]; ok {
 		return fields, true
 	}
-	fields := collectFields(w.oc, sel, implementors)
+	fields := collectFields(w.oc, sel, w.l.p.implementors[typ])
 	for _, f := range fields {
 		if f.IsDeferred() {
 			return nil, false
@@ -166,10 +183,14 @@ func (w *directWriter) collect(sel ast.SelectionSet, implementors []string) ([]g
 			}
 		}
 	}
-	if w.collected == nil {
-		w.collected = map[collectedKey][]graphql.CollectedField{}
+	switch {
+	case len(w.collected) < maxCollected:
+		w.collected = append(w.collected, collectedSet{key: key, fields: fields})
+	case w.collectedMap == nil:
+		w.collectedMap = map[collectedKey][]graphql.CollectedField{key: fields}
+	default:
+		w.collectedMap[key] = fields
 	}
-	w.collected[key] = fields
 	return fields, true
 }
 
@@ -291,7 +312,7 @@ func (w *directWriter) snapshot(sel ast.SelectionSet, snap snapshot.Snapshot) bo
 }
 
 func (w *directWriter) missing(sel ast.SelectionSet, m *snapshot.Missing) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["MissingRun"])
+	fields, ok := w.collect(sel, "MissingRun")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -310,7 +331,7 @@ func (w *directWriter) missing(sel ast.SelectionSet, m *snapshot.Missing) bool {
 }
 
 func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Run"])
+	fields, ok := w.collect(sel, "Run")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -384,7 +405,7 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 }
 
 func (w *directWriter) claim(sel ast.SelectionSet, c *snapshot.Claim) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Claim"])
+	fields, ok := w.collect(sel, "Claim")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -401,7 +422,7 @@ func (w *directWriter) claim(sel ast.SelectionSet, c *snapshot.Claim) bool {
 }
 
 func (w *directWriter) cancellation(sel ast.SelectionSet, c *snapshot.Cancellation) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Cancellation"])
+	fields, ok := w.collect(sel, "Cancellation")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -422,7 +443,7 @@ func (w *directWriter) cancellation(sel ast.SelectionSet, c *snapshot.Cancellati
 }
 
 func (w *directWriter) acknowledgement(sel ast.SelectionSet, a *snapshot.CancelAcknowledgement) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["CancelAcknowledgement"])
+	fields, ok := w.collect(sel, "CancelAcknowledgement")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -439,7 +460,7 @@ func (w *directWriter) acknowledgement(sel ast.SelectionSet, a *snapshot.CancelA
 }
 
 func (w *directWriter) owner(sel ast.SelectionSet, o *vocab.Owner) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Owner"])
+	fields, ok := w.collect(sel, "Owner")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -458,7 +479,7 @@ func (w *directWriter) owner(sel ast.SelectionSet, o *vocab.Owner) bool {
 }
 
 func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Waiting"])
+	fields, ok := w.collect(sel, "Waiting")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -508,7 +529,7 @@ func (w *directWriter) page(f graphql.CollectedField, r *snapshot.Run) bool {
 // connection writes a page of runs: a run's children or rounds, or a page
 // of listRuns.
 func (w *directWriter) connection(sel ast.SelectionSet, p *snapshot.Page) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["RunConnection"])
+	fields, ok := w.collect(sel, "RunConnection")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -541,7 +562,7 @@ func (w *directWriter) connection(sel ast.SelectionSet, p *snapshot.Page) bool {
 }
 
 func (w *directWriter) edge(sel ast.SelectionSet, e *snapshot.Edge) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["RunEdge"])
+	fields, ok := w.collect(sel, "RunEdge")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -560,7 +581,7 @@ func (w *directWriter) edge(sel ast.SelectionSet, e *snapshot.Edge) bool {
 }
 
 func (w *directWriter) pageInfo(sel ast.SelectionSet, p *snapshot.PageInfo) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["PageInfo"])
+	fields, ok := w.collect(sel, "PageInfo")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":

@@ -56,7 +56,7 @@ func (w *directWriter) journal(f graphql.CollectedField, r *snapshot.Run) bool {
 func journalPage[E any](w *directWriter, sel ast.SelectionSet, conn, edge string, edges []E, info *snapshot.PageInfo,
 	cursor func(*E) string, node func(*directWriter, ast.SelectionSet, *E) bool,
 ) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors[conn])
+	fields, ok := w.collect(sel, conn)
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -95,7 +95,7 @@ func journalPage[E any](w *directWriter, sel ast.SelectionSet, conn, edge string
 func journalEdge[E any](w *directWriter, sel ast.SelectionSet, typ string, e *E,
 	cursor func(*E) string, node func(*directWriter, ast.SelectionSet, *E) bool,
 ) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors[typ])
+	fields, ok := w.collect(sel, typ)
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -157,7 +157,7 @@ func (w *directWriter) step(sel ast.SelectionSet, s snapshot.Step) bool {
 }
 
 func (w *directWriter) runStep(sel ast.SelectionSet, s *snapshot.RunStep) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["RunStep"])
+	fields, ok := w.collect(sel, "RunStep")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "maxAttempts":
@@ -176,7 +176,7 @@ func (w *directWriter) runStep(sel ast.SelectionSet, s *snapshot.RunStep) bool {
 }
 
 func (w *directWriter) sleepStep(sel ast.SelectionSet, s *snapshot.SleepStep) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["SleepStep"])
+	fields, ok := w.collect(sel, "SleepStep")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		if f.Name == "wakeAt" {
 			w.b = scalar.AppendDateTime(w.b, s.WakeAt)
@@ -187,7 +187,7 @@ func (w *directWriter) sleepStep(sel ast.SelectionSet, s *snapshot.SleepStep) bo
 }
 
 func (w *directWriter) waitStep(sel ast.SelectionSet, s *snapshot.WaitStep) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["WaitStep"])
+	fields, ok := w.collect(sel, "WaitStep")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "eventName":
@@ -269,7 +269,7 @@ func (w *directWriter) attempts(f graphql.CollectedField, s *snapshot.RunStep) b
 }
 
 func (w *directWriter) attempt(sel ast.SelectionSet, at *snapshot.Attempt) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Attempt"])
+	fields, ok := w.collect(sel, "Attempt")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -320,7 +320,7 @@ func (w *directWriter) inboundEvent(sel ast.SelectionSet, ev *snapshot.InboundEv
 		w.b = append(w.b, "null"...)
 		return true
 	}
-	fields, ok := w.collect(sel, w.l.p.implementors["InboundEvent"])
+	fields, ok := w.collect(sel, "InboundEvent")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -350,7 +350,7 @@ func (w *directWriter) inboundEvent(sel ast.SelectionSet, ev *snapshot.InboundEv
 }
 
 func (w *directWriter) runEvent(sel ast.SelectionSet, ev *snapshot.RunEvent) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["RunEvent"])
+	fields, ok := w.collect(sel, "RunEvent")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":

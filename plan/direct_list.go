@@ -78,7 +78,7 @@ func (w *directWriter) root(f graphql.CollectedField) bool {
 }
 
 func (w *directWriter) position(sel ast.SelectionSet, p snapshot.Position) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Position"])
+	fields, ok := w.collect(sel, "Position")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -95,7 +95,7 @@ func (w *directWriter) position(sel ast.SelectionSet, p snapshot.Position) bool 
 }
 
 func (w *directWriter) runCount(sel ast.SelectionSet, c *snapshot.RunCount) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["RunCount"])
+	fields, ok := w.collect(sel, "RunCount")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -112,7 +112,7 @@ func (w *directWriter) runCount(sel ast.SelectionSet, c *snapshot.RunCount) bool
 }
 
 func (w *directWriter) changeFeed(sel ast.SelectionSet, feed *snapshot.ChangeFeed) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["ChangeFeed"])
+	fields, ok := w.collect(sel, "ChangeFeed")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -140,7 +140,7 @@ func (w *directWriter) changeFeed(sel ast.SelectionSet, feed *snapshot.ChangeFee
 }
 
 func (w *directWriter) change(sel ast.SelectionSet, c *snapshot.Change) bool {
-	fields, ok := w.collect(sel, w.l.p.implementors["Change"])
+	fields, ok := w.collect(sel, "Change")
 	return ok && w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":

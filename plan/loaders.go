@@ -139,8 +139,20 @@ func (l *loader[K, V]) get(ctx context.Context, keys []K) ([]V, error) {
 	return out, nil
 }
 
-// one returns the value of one key.
+// one returns the value of one key. A key read already (a run's parent
+// the read-ahead read, once per run of a page) is answered without a
+// wave or a wait.
 func (l *loader[K, V]) one(ctx context.Context, key K) (V, error) {
+	l.mu.Lock()
+	e, ok := l.entries[key]
+	l.mu.Unlock()
+	if ok {
+		select {
+		case <-e.wave.done:
+			return e.v, e.err
+		default:
+		}
+	}
 	return l.read(ctx, []K{key})[0].wait(ctx)
 }
 
