@@ -126,9 +126,11 @@ func TestCompressedBatchAndMetrics(t *testing.T) {
 			regexp.MustCompile(`(?m)^flowsnap_readers_in_use [0-5]$`),
 			regexp.MustCompile(`(?m)^flowsnap_readers_max 5$`),
 			// The batch was read three times: on SQLite the second and
-			// third read the 200 runs by their revisions alone.
+			// third read the 200 runs by their revisions alone; on
+			// PostgreSQL they take the parents the first read from the
+			// cache, which the watcher has seen unchanged since.
 			regexp.MustCompile(map[store.Dialect]string{store.SQLite: `(?m)^flowsnap_run_cache_hits_total [1-9][0-9]{2,}$`,
-				store.Postgres: `(?m)^flowsnap_run_cache_hits_total 0$`}[d]),
+				store.Postgres: `(?m)^flowsnap_run_cache_hits_total [1-9][0-9]*$`}[d]),
 			regexp.MustCompile(`(?m)^flowsnap_run_cache_bytes \d+$`),
 		} {
 			if !want.MatchString(metrics) {
