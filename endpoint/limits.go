@@ -165,7 +165,7 @@ func (w *operationWalk) field(f *ast.Field) measure {
 		// every field would otherwise allocate.
 		args = f.ArgumentMap(w.vars)
 	}
-	if cost, ok := argCosts[f.ObjectDefinition.Name+"."+f.Name]; ok {
+	if cost, ok := argCosts[fieldKey{f.ObjectDefinition.Name, f.Name}]; ok {
 		if c, ok := cost(child, args); ok {
 			m.cost = c
 			return m
@@ -185,14 +185,18 @@ func (w *operationWalk) field(f *ast.Field) measure {
 	return m
 }
 
-// argCosts are the costs of fields, keyed "Type.field", that are computed
+// fieldKey names a field of a type, without a string made of the two for
+// every field of every operation.
+type fieldKey struct{ typ, field string }
+
+// argCosts are the costs of fields, keyed by type and field, that are computed
 // from the arguments as the operation holds them, where the generated
 // complexity function would first unmarshal them: for a batch of ids, a
 // path and a context per id, as much as the rest of the cost walk. Each
 // gives what its function in setComplexity gives; false leaves the field
 // to that function.
-var argCosts = map[string]func(child int, args map[string]any) (int, bool){
-	"Query.runs": func(child int, args map[string]any) (int, bool) {
+var argCosts = map[fieldKey]func(child int, args map[string]any) (int, bool){
+	{"Query", "runs"}: func(child int, args map[string]any) (int, bool) {
 		ids, ok := args["ids"].([]any)
 		return graph.BatchCost(child, len(ids)), ok
 	},

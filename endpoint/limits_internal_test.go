@@ -27,7 +27,7 @@ func TestArgCostsAreTheComplexityFunctions(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 100, 1000} {
 		for _, child := range []int{0, 1, 7, 1 << 20} {
 			args := map[string]any{"ids": ids(n)}
-			got, ok := argCosts["Query.runs"](child, args)
+			got, ok := argCosts[fieldKey{"Query", "runs"}](child, args)
 			want, wantOK := es.Complexity(context.Background(), "Query", "runs", child, args)
 			if !ok || !wantOK || got != want {
 				t.Errorf("%d ids, child %d: argument cost %d (%v), complexity function %d (%v)", n, child, got, ok, want, wantOK)
@@ -35,7 +35,7 @@ func TestArgCostsAreTheComplexityFunctions(t *testing.T) {
 			checked++
 		}
 	}
-	if _, ok := argCosts["Query.runs"](1, map[string]any{"ids": "not-a-list"}); ok {
+	if _, ok := argCosts[fieldKey{"Query", "runs"}](1, map[string]any{"ids": "not-a-list"}); ok {
 		t.Error("a value that is not a list was costed instead of left to the complexity function")
 	}
 	if len(argCosts) != 1 || checked == 0 {

@@ -10,15 +10,14 @@ import (
 )
 
 // queryText is the text of a body's query member, which requestShape
-// found to be a JSON string. One without escapes is its own text: decoding
-// it again would scan the whole document twice more.
+// found to be a JSON string. One without escapes is its own text; one with
+// them (a query's new lines, as clients send them) is decoded by
+// jsonwire.Unquote, without encoding/json scanning the document again.
 func queryText(raw json.RawMessage) (string, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : len(raw)-1]), true
 	}
-	var query string
-	err := json.Unmarshal(raw, &query)
-	return query, err == nil
+	return jsonwire.Unquote(raw)
 }
 
 // requestShape says what is wrong with a POST body that is not one GraphQL
@@ -35,7 +34,7 @@ func requestShape(body []byte, maxVariables, maxValues int) (cachedParams, strin
 	if jsonwire.CountValues(body) > maxValues+16 {
 		return none, fmt.Sprintf("the variables hold more than %d values", maxValues)
 	}
-	if !json.Valid(body) {
+	if !jsonwire.Valid(body) {
 		return none, "the request body is not valid JSON"
 	}
 	req, ok := requestMembers(body)
