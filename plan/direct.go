@@ -55,7 +55,7 @@ func AnswerDirect(ctx context.Context, rd *snapshot.Read) *graphql.Response {
 	if !ok {
 		return nil
 	}
-	for _, f := range fields {
+	for _, f := range fields.fields {
 		if !directRootFields[f.Name] {
 			return nil
 		}
@@ -116,7 +116,7 @@ type directWriter struct {
 	// of sets, which a slice finds without hashing a key per element;
 	// beyond maxCollected, collectedMap holds the rest.
 	collected    []collectedSet
-	collectedMap map[collectedKey][]graphql.CollectedField
+	collectedMap map[collectedKey]*fieldSet
 }
 
 // maxCollected is how many selection sets the writer looks up in a slice
@@ -124,8 +124,19 @@ type directWriter struct {
 const maxCollected = 16
 
 type collectedSet struct {
-	key    collectedKey
+	key collectedKey
+	set *fieldSet
+}
+
+// fieldSet is a selection set's fields on one type, made once per
+// operation and written once per element: with each field's key as
+// written, and, on Run, the field each is (runFields), so that a run's
+// fields are told apart by a small integer and not by comparing names.
+type fieldSet struct {
 	fields []graphql.CollectedField
+	// keys are `{"alias":` for the first field, `,"alias":` for the rest.
+	keys  []string
+	codes []runField
 }
 
 // collectedKey names a selection set on a type within one request, in
@@ -151,18 +162,18 @@ func (w *directWriter) WriteString(s string) (int, error) {
 
 // collect returns sel's fields on typ, an object type, as the executor
 // collects and writes them; false when one is deferred.
-func (w *directWriter) collect(sel ast.SelectionSet, typ string) ([]graphql.CollectedField, bool) {
+func (w *directWriter) collect(sel ast.SelectionSet, typ string) (*fieldSet, bool) {
 	if len(sel) == 0 {
 		return nil, false
 	}
 	key := collectedKey{first: &sel[0], n: len(sel), typ: typ}
 	for i := range w.collected {
 		if w.collected[i].key == key {
-			return w.collected[i].fields, true
+			return w.collected[i].set, true
 		}
 	}
-	if fields, ok := w.collectedMap[key]; ok {
-		return fields, true
+	if set, ok := w.collectedMap[key]; ok {
+		return set, true
 	}
 	fields := collectFields(w.oc, sel, w.l.p.implementors[typ])
 	for _, f := range fields {
@@ -183,15 +194,31 @@ func (w *directWriter) collect(sel ast.SelectionSet, typ string) ([]graphql.Coll
 			}
 		}
 	}
+	set := &fieldSet{fields: fields, keys: make([]string, len(fields))}
+	for i, f := range fields {
+		// An alias is a GraphQL name ([_A-Za-z][_0-9A-Za-z]*, as the
+		// parser reads one), which JSON quotes as it is.
+		open := ","
+		if i == 0 {
+			open = "{"
+		}
+		set.keys[i] = open + `"` + f.Alias + `":`
+	}
+	if typ == "Run" {
+		set.codes = make([]runField, len(fields))
+		for i, f := range fields {
+			set.codes[i] = runFields[f.Name]
+		}
+	}
 	switch {
 	case len(w.collected) < maxCollected:
-		w.collected = append(w.collected, collectedSet{key: key, fields: fields})
+		w.collected = append(w.collected, collectedSet{key: key, set: set})
 	case w.collectedMap == nil:
-		w.collectedMap = map[collectedKey][]graphql.CollectedField{key: fields}
+		w.collectedMap = map[collectedKey]*fieldSet{key: set}
 	default:
-		w.collectedMap[key] = fields
+		w.collectedMap[key] = set
 	}
-	return fields, true
+	return set, true
 }
 
 // hasRepeats reports whether two of fields share an alias. A selection is
@@ -217,38 +244,28 @@ func hasRepeats(fields []graphql.CollectedField) bool {
 	return false
 }
 
-// key writes the name of the i-th field of an object, opening the object
-// before the first.
-func (w *directWriter) key(i int, f graphql.CollectedField) {
-	if i == 0 {
-		w.b = append(w.b, '{')
-	} else {
-		w.b = append(w.b, ',')
-	}
-	// An alias is a GraphQL name ([_A-Za-z][_0-9A-Za-z]*, as the parser
-	// reads one), which JSON quotes as it is.
-	w.b = append(w.b, '"')
-	w.b = append(w.b, f.Alias...)
-	w.b = append(w.b, '"', ':')
-}
-
-// object writes an object of fields, each by field; an object without
-// fields is {}.
-func (w *directWriter) object(fields []graphql.CollectedField, field func(f graphql.CollectedField) bool) bool {
-	for i, f := range fields {
-		w.key(i, f)
+// object writes an object of set's fields, each by field; an object
+// without fields is {}.
+func (w *directWriter) object(set *fieldSet, field func(f graphql.CollectedField) bool) bool {
+	for i, f := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
 		if !field(f) {
 			return false
 		}
 	}
-	if len(fields) == 0 {
-		w.b = append(w.b, '{')
-	}
-	w.b = append(w.b, '}')
+	w.close(len(set.fields))
 	return true
 }
 
-func (w *directWriter) query(fields []graphql.CollectedField) bool {
+// close ends an object of n fields.
+func (w *directWriter) close(n int) {
+	if n == 0 {
+		w.b = append(w.b, '{')
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *directWriter) query(fields *fieldSet) bool {
 	return w.object(fields, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
@@ -331,77 +348,129 @@ func (w *directWriter) missing(sel ast.SelectionSet, m *snapshot.Missing) bool {
 }
 
 func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
-	fields, ok := w.collect(sel, "Run")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			w.b = jsonwire.AppendQuoted(w.b, "Run")
-		case "id":
-			w.b = jsonwire.AppendQuoted(w.b, r.ID)
-		case "revision":
-			w.b = scalar.AppendSafeInt(w.b, r.Revision)
-		case "status":
-			scalar.MarshalRunStatus(r.Status).MarshalGQL(w)
-		case "flowName":
-			w.b = jsonwire.AppendQuoted(w.b, r.FlowName)
-		case "state":
-			if r.State == nil || !w.payloads {
-				return false
-			}
-			w.b = jsonwire.AppendJSON(w.b, r.State)
-		case "createdAt":
-			w.b = scalar.AppendDateTime(w.b, r.CreatedAt)
-		case "startedAt":
-			w.b = appendOptDateTime(w.b, r.StartedAt)
-		case "finishedAt":
-			w.b = appendOptDateTime(w.b, r.FinishedAt)
-		case "heartbeatAt":
-			w.b = appendOptDateTime(w.b, r.HeartbeatAt)
-		case "owner":
-			if r.Owner == nil {
-				w.b = append(w.b, "null"...)
-				return true
-			}
-			return w.owner(f.Selections, r.Owner)
-		case "parentRunId":
-			w.b = appendOptQuoted(w.b, r.ParentRunID)
-		case "executionParentId":
-			w.b = appendOptQuoted(w.b, r.ExecutionParentID)
-		case "lineageId":
-			w.b = jsonwire.AppendQuoted(w.b, r.LineageID)
-		case "roundOrdinal":
-			w.b = scalar.AppendSafeInt(w.b, r.RoundOrdinal)
-		case "waiting":
-			if r.Waiting == nil {
-				w.b = append(w.b, "null"...)
-				return true
-			}
-			return w.waiting(f.Selections, r.Waiting)
-		case "claim":
-			if r.Claim == nil {
-				w.b = append(w.b, "null"...)
-				return true
-			}
-			return w.claim(f.Selections, r.Claim)
-		case "cancellation":
-			return w.cancellation(f.Selections, &r.Cancellation)
-		case "parent":
-			if r.ExecutionParentID == nil {
-				w.b = append(w.b, "null"...)
-				return true
-			}
-			// The key the read-ahead asked for (parentKeys).
-			snap, err := w.l.runs.one(w.ctx, *r.ExecutionParentID)
-			return err == nil && w.snapshot(f.Selections, snap)
-		case "children", "rounds":
-			return w.page(f, r)
-		case "steps", "currentStep", "inboundEvents", "events":
-			return w.journal(f, r)
-		default:
+	set, ok := w.collect(sel, "Run")
+	if !ok {
+		return false
+	}
+	for i, f := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		if !w.runField(set.codes[i], f, r) {
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
+}
+
+// runFields are the fields of Run by name, each as the code runField
+// switches on; a name not among them is 0, which the writer does not know.
+var runFields = map[string]runField{
+	"__typename": runTypename, "id": runID, "revision": runRevision, "status": runStatus,
+	"flowName": runFlowName, "state": runState, "createdAt": runCreatedAt, "startedAt": runStartedAt,
+	"finishedAt": runFinishedAt, "heartbeatAt": runHeartbeatAt, "owner": runOwner,
+	"parentRunId": runParentRunID, "executionParentId": runExecutionParentID, "lineageId": runLineageID,
+	"roundOrdinal": runRoundOrdinal, "waiting": runWaiting, "claim": runClaim,
+	"cancellation": runCancellation, "parent": runParent, "children": runPage, "rounds": runPage,
+	"steps": runJournal, "currentStep": runJournal, "inboundEvents": runJournal, "events": runJournal,
+}
+
+type runField uint8
+
+const (
+	runUnknown runField = iota
+	runTypename
+	runID
+	runRevision
+	runStatus
+	runFlowName
+	runState
+	runCreatedAt
+	runStartedAt
+	runFinishedAt
+	runHeartbeatAt
+	runOwner
+	runParentRunID
+	runExecutionParentID
+	runLineageID
+	runRoundOrdinal
+	runWaiting
+	runClaim
+	runCancellation
+	runParent
+	runPage
+	runJournal
+)
+
+// runField writes the value of f, the field code names, of r.
+func (w *directWriter) runField(code runField, f graphql.CollectedField, r *snapshot.Run) bool {
+	switch code {
+	case runTypename:
+		w.b = jsonwire.AppendQuoted(w.b, "Run")
+	case runID:
+		w.b = jsonwire.AppendQuoted(w.b, r.ID)
+	case runRevision:
+		w.b = scalar.AppendSafeInt(w.b, r.Revision)
+	case runStatus:
+		scalar.MarshalRunStatus(r.Status).MarshalGQL(w)
+	case runFlowName:
+		w.b = jsonwire.AppendQuoted(w.b, r.FlowName)
+	case runState:
+		if r.State == nil || !w.payloads {
+			return false
+		}
+		w.b = jsonwire.AppendJSON(w.b, r.State)
+	case runCreatedAt:
+		w.b = scalar.AppendDateTime(w.b, r.CreatedAt)
+	case runStartedAt:
+		w.b = appendOptDateTime(w.b, r.StartedAt)
+	case runFinishedAt:
+		w.b = appendOptDateTime(w.b, r.FinishedAt)
+	case runHeartbeatAt:
+		w.b = appendOptDateTime(w.b, r.HeartbeatAt)
+	case runOwner:
+		if r.Owner == nil {
+			w.b = append(w.b, "null"...)
+			return true
+		}
+		return w.owner(f.Selections, r.Owner)
+	case runParentRunID:
+		w.b = appendOptQuoted(w.b, r.ParentRunID)
+	case runExecutionParentID:
+		w.b = appendOptQuoted(w.b, r.ExecutionParentID)
+	case runLineageID:
+		w.b = jsonwire.AppendQuoted(w.b, r.LineageID)
+	case runRoundOrdinal:
+		w.b = scalar.AppendSafeInt(w.b, r.RoundOrdinal)
+	case runWaiting:
+		if r.Waiting == nil {
+			w.b = append(w.b, "null"...)
+			return true
+		}
+		return w.waiting(f.Selections, r.Waiting)
+	case runClaim:
+		if r.Claim == nil {
+			w.b = append(w.b, "null"...)
+			return true
+		}
+		return w.claim(f.Selections, r.Claim)
+	case runCancellation:
+		return w.cancellation(f.Selections, &r.Cancellation)
+	case runParent:
+		if r.ExecutionParentID == nil {
+			w.b = append(w.b, "null"...)
+			return true
+		}
+		// The key the read-ahead asked for (parentKeys).
+		snap, err := w.l.runs.one(w.ctx, *r.ExecutionParentID)
+		return err == nil && w.snapshot(f.Selections, snap)
+	case runPage:
+		return w.page(f, r)
+	case runJournal:
+		return w.journal(f, r)
+	default:
+		return false
+	}
+	return true
 }
 
 func (w *directWriter) claim(sel ast.SelectionSet, c *snapshot.Claim) bool {
