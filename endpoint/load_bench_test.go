@@ -18,6 +18,8 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -258,6 +260,17 @@ func BenchmarkLoad(b *testing.B) {
 							b.ReportMetric(every/ours, "x-fields")
 						}
 					})
+					if srv.rusage != "" {
+						// The same ratio from the two queries served in
+						// turns, a round of each at a time, so that what
+						// the machine does meanwhile weighs on both alike.
+						b.Run(s.name+"/fieldsPaired", func(b *testing.B) {
+							benchmarked := func(id string) error { return postQuery(client, srv.url, s.query, s.vars(id)) }
+							everyField := func(id string) error { return postQuery(client, srv.url, s.every, s.vars(id)) }
+							x := pairedCPU(b, bs, db, app, srv, benchmarked, everyField)
+							b.ReportMetric(x, "x-fields")
+						})
+					}
 				}
 				if s.noDirect && srv.noDirect != "" {
 					b.Run(s.name+"/flowsnapNoDirect", func(b *testing.B) {
@@ -518,6 +531,59 @@ func (s *loadServer) usage(b *testing.B) serverUsage {
 	}
 	u.cpu = float64(ns) / 1e9
 	return u
+}
+
+// pairedRounds is how many rounds of each query pairedCPU serves.
+const pairedRounds = 10
+
+// pairedCPU serves b.N requests of a and as many of e, from loadClients()
+// goroutines, in pairedRounds rounds of each taken in turns, and returns
+// the CPU per request of e ÷ that of a, the server's and its backends'.
+func pairedCPU(b *testing.B, bs *benchStore, db *store.DB, app string, srv *loadServer, a, e func(id string) error) float64 {
+	var spent [2]float64
+	var next atomic.Int64
+	serve := func(op func(id string) error, n int) float64 {
+		cpu := startCPU(b, db, app)
+		before := srv.usage(b)
+		var left atomic.Int64
+		left.Store(int64(n))
+		var wg sync.WaitGroup
+		for range loadClients() {
+			wg.Go(func() {
+				for left.Add(-1) >= 0 {
+					if err := op(bs.anchors[next.Add(1)%int64(len(bs.anchors))]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		after := srv.usage(b)
+		backends := 0.0
+		if cpu.canBackend {
+			if now, ok := backendCPU(db, app); ok {
+				for pid, t := range now {
+					backends += t - cpu.backends[pid]
+				}
+			}
+		}
+		return after.cpu - before.cpu + backends
+	}
+	b.ResetTimer()
+	for r := range pairedRounds {
+		n := b.N / pairedRounds
+		if r < b.N%pairedRounds {
+			n++
+		}
+		spent[0] += serve(a, n)
+		spent[1] += serve(e, n)
+	}
+	b.StopTimer()
+	if spent[0] <= 0 {
+		return 0
+	}
+	return spent[1] / spent[0]
 }
 
 // measureClients runs op from loadClients() goroutines at once.

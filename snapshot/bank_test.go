@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowsnap/flowsnap/engine"
+	"github.com/flowsnap/flowsnap/live"
 	"github.com/flowsnap/flowsnap/snapshot"
 	"github.com/flowsnap/flowsnap/store"
 	"github.com/flowsnap/flowsnap/store/storetest"
@@ -40,7 +41,11 @@ func testSeconds(t testing.TB, name string, def float64) time.Duration {
 // or all at once in one statement run alone, with the position read in it —
 // must always see the same total. The batches go through the run cache, in
 // both dialects, so that runs it answers and rows read beside them are one
-// snapshot too; the reads alone go through a reader without one. FLOWSNAP_BANK_TEST_SECONDS sets how
+// snapshot too; the reads alone go through a reader without one. Every
+// fourth read is by batches through a reader as a server has it, its
+// dialect's cache told of every change by a revision watcher ticking
+// every few milliseconds, so that runs it takes without a statement are
+// checked against the transfers too. FLOWSNAP_BANK_TEST_SECONDS sets how
 // long the writer runs per dialect (default 4).
 func TestReadsNeverSeeATornTransfer(t *testing.T) {
 	t.Parallel()
@@ -65,7 +70,13 @@ func TestReadsNeverSeeATornTransfer(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), duration)
 		defer cancel()
-		var transfers, reads, batchReads, pageReads, aloneReads, torn, late, backwards atomic.Int64
+		watched := snapshot.NewReader(f.ro)
+		watcher := live.New(watched, live.Options{Interval: 2 * time.Millisecond})
+		wctx, stopWatching := context.WithCancel(context.Background())
+		defer stopWatching()
+		go func() { _ = watcher.Run(wctx) }()
+		<-watcher.Ready()
+		var transfers, reads, batchReads, pageReads, aloneReads, watchedReads, torn, late, backwards atomic.Int64
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -93,18 +104,15 @@ func TestReadsNeverSeeATornTransfer(t *testing.T) {
 				defer wg.Done()
 				var last snapshot.Position
 				for n := 0; ctx.Err() == nil; n++ {
-					how := readHow((n + g) % 3)
-					r := f.r
-					if how == alone {
-						r = uncached
-					}
+					how := readHow((n + g) % 4)
+					r := map[readHow]*snapshot.Reader{byBatches: f.r, byPages: f.r, alone: uncached, watchedBatches: watched}[how]
 					sum, count, pos, maxRev, err := readAccounts(context.Background(), r, ids, how)
 					if err != nil {
 						t.Errorf("reading the accounts: %v", err)
 						return
 					}
 					reads.Add(1)
-					map[readHow]*atomic.Int64{byBatches: &batchReads, byPages: &pageReads, alone: &aloneReads}[how].Add(1)
+					map[readHow]*atomic.Int64{byBatches: &batchReads, byPages: &pageReads, alone: &aloneReads, watchedBatches: &watchedReads}[how].Add(1)
 					if sum != total || count != accounts {
 						torn.Add(1)
 						t.Errorf("a read at revision %d saw %d accounts holding %d, want %d holding %d", pos.Revision, count, sum, accounts, total)
@@ -122,15 +130,18 @@ func TestReadsNeverSeeATornTransfer(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		t.Logf("%s: %d reads (%d by batches of ids, %d by pages of children, %d in one statement alone), %d transfers, %d torn reads, %d runs after the position, %d positions going back",
-			d, reads.Load(), batchReads.Load(), pageReads.Load(), aloneReads.Load(), transfers.Load(), torn.Load(), late.Load(), backwards.Load())
+		t.Logf("%s: %d reads (%d by batches of ids, %d by pages of children, %d in one statement alone, %d by batches through the watched cache), %d transfers, %d torn reads, %d runs after the position, %d positions going back",
+			d, reads.Load(), batchReads.Load(), pageReads.Load(), aloneReads.Load(), watchedReads.Load(), transfers.Load(), torn.Load(), late.Load(), backwards.Load())
 		if torn.Load() != 0 || late.Load() != 0 || backwards.Load() != 0 {
 			t.Fatalf("reads were not snapshots")
 		}
 		hits, misses, _ := f.r.RunCacheStats()
-		t.Logf("%s: the run cache answered %d runs and missed %d", d, hits, misses)
-		if transfers.Load() < 10 || batchReads.Load() < 10 || pageReads.Load() < 10 || aloneReads.Load() < 10 || hits < 10 || misses < 10 {
-			t.Fatalf("too little happened to tell: %d transfers, %d reads by batches, %d by pages, %d alone, %d runs from the cache, %d missed", transfers.Load(), batchReads.Load(), pageReads.Load(), aloneReads.Load(), hits, misses)
+		watchedHits, _, _ := watched.RunCacheStats()
+		t.Logf("%s: the run cache answered %d runs and missed %d; the watched one answered %d", d, hits, misses, watchedHits)
+		if transfers.Load() < 10 || batchReads.Load() < 10 || pageReads.Load() < 10 || aloneReads.Load() < 10 || watchedReads.Load() < 10 ||
+			hits < 10 || misses < 10 || watchedHits < 10 {
+			t.Fatalf("too little happened to tell: %d transfers, %d reads by batches, %d by pages, %d alone, %d through the watched cache, %d runs from the cache, %d missed, %d from the watched one",
+				transfers.Load(), batchReads.Load(), pageReads.Load(), aloneReads.Load(), watchedReads.Load(), hits, misses, watchedHits)
 		}
 		if sum, _, _, _, err := readAccounts(context.Background(), f.r, ids, byBatches); err != nil || sum != total {
 			t.Fatalf("final total %d, %v; want %d", sum, err, total)
@@ -182,6 +193,9 @@ const (
 	byBatches readHow = iota
 	byPages
 	alone
+	// watchedBatches is byBatches through a reader whose run cache a
+	// revision watcher tells of every change.
+	watchedBatches
 )
 
 func readAccounts(ctx context.Context, r *snapshot.Reader, ids []string, how readHow) (sum int64, count int, pos snapshot.Position, maxRev int64, err error) {

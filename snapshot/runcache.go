@@ -107,8 +107,8 @@ func (c *runCache) parentsOf(ids []string, first map[string]int) []string {
 }
 
 // get returns the run of id that the change row read at pos says is its
-// latest, rev, if held.
-func (c *runCache) get(pos Position, id string, rev int64) (*Run, bool) {
+// latest, rev, if held, and counts it as answered when count says so.
+func (c *runCache) get(pos Position, id string, rev int64, count bool) (*Run, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.runs.Get(id)
@@ -118,7 +118,9 @@ func (c *runCache) get(pos Position, id string, rev int64) (*Run, bool) {
 	// Read at current or later, the run is the latest version of its id
 	// at current.
 	e.gen = c.genAt(pos.Revision)
-	c.hits.Add(1)
+	if count {
+		c.hits.Add(1)
+	}
 	return e.run, true
 }
 
@@ -281,13 +283,22 @@ func parentsOf(t, where string) string {
 // must be read whole: a run the cache does not hold at that revision, or
 // anything else, a broken change row included, which is judged there.
 func (c *runCache) fromRevision(raw *rawRun, id string, pos Position) (Result[Snapshot], bool) {
+	return c.fromRevisionCounted(raw, id, pos, true)
+}
+
+// fromRevisionCounted is fromRevision, counting the run answered or missed
+// only when count says so: a caller that may yet discard what it answers
+// counts it itself.
+func (c *runCache) fromRevisionCounted(raw *rawRun, id string, pos Position, count bool) (Result[Snapshot], bool) {
 	r, okRev := toInt(raw.revision)
 	d, okDel := toInt(raw.deleted)
 	switch {
 	case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
-		run, ok := c.get(pos, id, r)
+		run, ok := c.get(pos, id, r, count)
 		if !ok {
-			c.misses.Add(1)
+			if count {
+				c.misses.Add(1)
+			}
 			return Result[Snapshot]{}, false
 		}
 		return Result[Snapshot]{Value: run}, true

@@ -15,14 +15,14 @@ func TestRunCacheDropsTheLeastRecentlyUsedRunsToStayWithinItsBytes(t *testing.T)
 	for _, id := range ids {
 		c.put(at("s", 1), []*Run{run(id)})
 	}
-	if _, ok := c.get(at("s", 1), "a", 1); !ok {
+	if _, ok := c.get(at("s", 1), "a", 1, true); !ok {
 		t.Fatal("a run put is not held")
 	}
 	c.put(at("s", 1), []*Run{run("q")})
-	if _, ok := c.get(at("s", 1), "a", 1); !ok {
+	if _, ok := c.get(at("s", 1), "a", 1, true); !ok {
 		t.Error("the run read last was dropped")
 	}
-	if _, ok := c.get(at("s", 1), "b", 1); ok {
+	if _, ok := c.get(at("s", 1), "b", 1, true); ok {
 		t.Error("the run used least recently was kept past the bound")
 	}
 	if c.bytes > c.max || c.bytes != c.runs.Len()*size {
@@ -36,7 +36,7 @@ func TestRunCacheDropsTheLeastRecentlyUsedRunsToStayWithinItsBytes(t *testing.T)
 	if c.runs.Len() != 1 || c.bytes != size {
 		t.Errorf("another source's runs were kept: %d runs, %d bytes", c.runs.Len(), c.bytes)
 	}
-	if _, ok := c.get(at("s", 1), "a", 1); ok {
+	if _, ok := c.get(at("s", 1), "a", 1, true); ok {
 		t.Error("a run of the old source answers for the new one")
 	}
 }
@@ -93,7 +93,7 @@ func TestTheCacheTakesOnlyRunsTheWatcherSawUnchanged(t *testing.T) {
 	// A run asked by its revision at a read from current on is known.
 	c.put(at("s", 17), []*Run{run("d", 2)})
 	fresh("read before current", at("s", 20), "d", false)
-	if _, ok := c.get(at("s", 20), "d", 2); !ok {
+	if _, ok := c.get(at("s", 20), "d", 2, true); !ok {
 		t.Fatal("a run held at its revision is not answered by it")
 	}
 	fresh("its revision read at current", at("s", 20), "d", true)

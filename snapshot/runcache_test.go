@@ -235,6 +235,63 @@ func TestRunCacheAnswersOneRunAlone(t *testing.T) {
 	})
 }
 
+// TestRunCacheAnswersARunAndItsParentAlone reads a run with its parent, in
+// a read run alone, again and again while they change and the parent is
+// deleted, through a reader with the run cache, and checks each answer
+// against a reader without it: when the cache holds both at their
+// revisions, their change rows are the read's one statement; when either
+// changed, the run and its parent are read as before, in a snapshot of
+// their own after that statement.
+func TestRunCacheAnswersARunAndItsParentAlone(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, d store.Dialect) {
+		t.Parallel()
+		f := newFixture(t, d)
+		ctx := context.Background()
+		f.create(t, engine.NewRun{ID: "parent", FlowName: "cached"},
+			engine.NewRun{ID: "child", FlowName: "cached", Parents: []engine.ParentEdge{{ParentID: "parent"}}})
+		f.r.SetRunCache(snapshot.DefaultRunCacheBytes)
+		uncached := snapshot.NewReader(f.ro)
+		uncached.SetRunCache(0)
+
+		expect := func(t *testing.T, statements int, hits uint64) {
+			t.Helper()
+			before, _, _ := f.r.RunCacheStats()
+			rctx, rd := f.r.Begin(ctx)
+			rd.Alone()
+			runs, parents, err := f.r.RunsAndParents(rctx, []string{"child"})
+			n, alone := rd.Statements(), rd.RanAlone()
+			rd.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRuns, wantParents, err := uncached.RunsAndParents(ctx, []string{"child"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(runs, wantRuns) || !reflect.DeepEqual(parents["parent"], wantParents["parent"]) {
+				t.Errorf("child %#v with parent %#v, want %#v with %#v", runs[0], parents["parent"], wantRuns[0], wantParents["parent"])
+			}
+			after, _, _ := f.r.RunCacheStats()
+			if !alone || n != statements || after-before != hits {
+				t.Fatalf("ran alone: %v, %d statements and %d runs from the cache, want %d and %d", alone, n, after-before, statements, hits)
+			}
+		}
+		t.Run("runs the cache does not hold are read by their rows", func(t *testing.T) { expect(t, 2, 0) })
+		t.Run("unchanged, both are read by their change rows", func(t *testing.T) { expect(t, 2, 2) })
+		t.Run("a changed parent is read by its row after the change rows", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Start(ctx, "parent", worker) })
+			expect(t, 3, 0)
+			expect(t, 2, 2)
+		})
+		t.Run("a deleted parent is read again", func(t *testing.T) {
+			f.do(t, func(tx *engine.Tx) error { return tx.Delete(ctx, "parent") })
+			expect(t, 3, 0)
+		})
+		noOpenReads(t, f.ro)
+	})
+}
+
 // TestListPagesThroughTheRunCache reads a list page again and again while
 // its runs change, are deleted and are broken, through a reader with the
 // run cache (on in both dialects here), and checks each page against a

@@ -103,6 +103,10 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 	if len(b.distinct) == 0 {
 		return b.out, b.parents, nil
 	}
+	if q.cachedAloneAndParents(b) {
+		out, err := b.results()
+		return out, b.parents, err
+	}
 	c := q.cache(b.distinct)
 	switch {
 	case c != nil:
@@ -443,6 +447,81 @@ func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, e
 	rd.statements++
 	rd.ranAlone, rd.pos, rd.opened = true, pos, time.Now()
 	return true, nil
+}
+
+// cachedAloneAndParents answers a read of b's ids with their parents that
+// is to run alone from the reader's run cache, when it holds a run of each
+// id: it reads the change rows of the ids and of the parents of the runs
+// held, with the position, in a statement run alone, and when every run is
+// at its revision held (or an id has no live run), that statement is the
+// read's one, as cachedAlone's is for one run. Otherwise it places nothing
+// and reports false: the read goes on as it would have, in a snapshot of
+// its own.
+func (q *querier) cachedAloneAndParents(b *idRuns) bool {
+	c, rd := q.rd.r.revisionCache(), q.rd
+	if c == nil || !rd.alone || rd.tx != nil || rd.ranAlone || len(b.distinct) > maxParentLookups || c.holds(b.distinct) < len(b.distinct) {
+		return false
+	}
+	list := append(slices.Clip(b.distinct), c.parentsOf(b.distinct, b.first)...)
+	var src string
+	var rev int64
+	rows, err := rd.r.db.ReadAlone(q.ctx, selectPosition, []any{&src, &rev}, rd.r.selectRevisions, q.dialect().TextListArg(list))
+	if err != nil {
+		// The read of the rows will say what is wrong.
+		return false
+	}
+	defer rows.Close()
+	rd.statements++
+	var raw rawRun
+	got := make(map[string]Result[Snapshot], len(list))
+	for rows.Next() {
+		raw = rawRun{}
+		if rows.Scan(raw.revisionDest()...) != nil {
+			return false
+		}
+		id := raw.rowID()
+		if _, seen := got[id]; seen || !slices.Contains(list, id) {
+			return false
+		}
+		got[id] = Result[Snapshot]{}
+		if pos, err := checkPosition(src, rev); err == nil {
+			res, ok := c.fromRevisionCounted(&raw, id, pos, false)
+			if !ok {
+				return false
+			}
+			got[id] = res
+		}
+	}
+	pos, err := checkPosition(src, rev)
+	if rows.Err() != nil || len(got) != len(list) || err != nil || pos.Revision < rd.min || rd.r.sameSource(pos.Source) != nil {
+		return false
+	}
+	// A run at its revision held names the parent held with it, whose
+	// change row was read beside it; one it does not name is a run that
+	// has none.
+	for _, id := range b.distinct {
+		if run, ok := got[id].Value.(*Run); ok && run.ExecutionParentID != nil {
+			if _, read := got[*run.ExecutionParentID]; !read {
+				return false
+			}
+		}
+	}
+	for id, res := range got {
+		if _, ok := res.Value.(*Run); ok {
+			c.hits.Add(1)
+		}
+		res = showResult(b.scope, res)
+		if i, asked := b.first[id]; asked {
+			b.out[i] = res
+		} else {
+			b.parents[id] = res
+		}
+	}
+	// The statement run alone was the read's: what openAlone and
+	// aloneRows.Scan record of one.
+	rd.statements++
+	rd.ranAlone, rd.pos, rd.opened = true, pos, time.Now()
+	return true
 }
 
 // decodedRuns reads the rows of todo, ids of b (and parents of b's runs),
