@@ -163,13 +163,13 @@ func (c *runCache) fresh(pos Position, id string) (*Run, bool) {
 }
 
 // put keeps runs read at pos, dropping the least recently used to stay
-// within its bytes; runs of another source are dropped first.
+// within its bytes; runs of another source are dropped first, and what the
+// watcher told of that source's changes is forgotten.
 func (c *runCache) put(pos Position, runs []*Run) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if pos.Source != c.source {
-		c.runs.Purge()
-		c.source = pos.Source
+		c.forget(pos.Source, 0)
 	}
 	gen := c.genAt(pos.Revision)
 	for _, r := range runs {

@@ -114,4 +114,14 @@ func TestTheCacheTakesOnlyRunsTheWatcherSawUnchanged(t *testing.T) {
 	if c.runs.Len() != 0 {
 		t.Errorf("%d runs of the old source kept", c.runs.Len())
 	}
+
+	// Runs of another source read before the watcher tells of it: what
+	// it knew of the old source's changes does not vouch for them.
+	c.changesUnknown("s", 40)
+	c.put(at("u", 50), []*Run{run("e", 35)})
+	fresh("another source's run, its changes not told", at("u", 40), "e", false)
+	fresh("another source's run, at its own revision", at("u", 50), "e", false)
+	c.changesUnknown("u", 50)
+	c.put(at("u", 50), []*Run{run("e", 35)})
+	fresh("another source's run, once the watcher looked at it", at("u", 40), "e", true)
 }
