@@ -560,14 +560,7 @@ func pairedCPU(b *testing.B, bs *benchStore, db *store.DB, app string, srv *load
 		}
 		wg.Wait()
 		after := srv.usage(b)
-		backends := 0.0
-		if cpu.canBackend {
-			if now, ok := backendCPU(db, app); ok {
-				for pid, t := range now {
-					backends += t - cpu.backends[pid]
-				}
-			}
-		}
+		backends, _ := cpu.backendSeconds()
 		return after.cpu - before.cpu + backends
 	}
 	b.ResetTimer()
@@ -809,20 +802,30 @@ func (m *cpuMeter) report(b *testing.B) float64 {
 // reportBackends reports the backends' CPU per request and returns it; 0
 // when they cannot be read.
 func (m *cpuMeter) reportBackends(b *testing.B) float64 {
-	if !m.canBackend {
+	spent, ok := m.backendSeconds()
+	if !ok {
 		return 0
+	}
+	spent = spent * 1e6 / float64(b.N)
+	b.ReportMetric(spent, "pg-µs/req")
+	return spent
+}
+
+// backendSeconds is the CPU the backends spent since the meter started, in
+// seconds; false when they cannot be read.
+func (m *cpuMeter) backendSeconds() (float64, bool) {
+	if !m.canBackend {
+		return 0, false
 	}
 	after, ok := backendCPU(m.db, m.app)
 	if !ok {
-		return 0
+		return 0, false
 	}
 	spent := 0.0
 	for pid, t := range after {
 		spent += t - m.backends[pid]
 	}
-	spent = spent * 1e6 / float64(b.N)
-	b.ReportMetric(spent, "pg-µs/req")
-	return spent
+	return spent, true
 }
 
 // reportRatio reports, on a bare SQL row, how many times its CPU per

@@ -12,7 +12,8 @@ import (
 // root field, selects below v (a page of listRuns, the feed of changes),
 // whose own read was not a loader's.
 func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField, v any) {
-	if page, ok := v.(*snapshot.Page); ok && page != nil {
+	page, _ := v.(*snapshot.Page)
+	if page != nil {
 		l.runs.primeMany(len(page.Edges), func(i int) (string, snapshot.Snapshot, error) {
 			e := &page.Edges[i]
 			return e.RunID, e.Node.Value, e.Node.Err
@@ -23,7 +24,7 @@ func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f
 		// run of the page to find so.
 		return
 	}
-	if page, ok := v.(*snapshot.Page); ok && page != nil {
+	if page != nil {
 		if parents, only := l.p.readsParentsOnly(oc, f); only {
 			// Nothing below reads but the parents of the page's runs (an
 			// every-field selection of a list): those are the keys, with

@@ -286,19 +286,18 @@ func (c *runCache) fromRevision(raw *rawRun, id string, pos Position) (Result[Sn
 	return c.fromRevisionCounted(raw, id, pos, true)
 }
 
-// fromRevisionCounted is fromRevision, counting the run answered or missed
-// only when count says so: a caller that may yet discard what it answers
-// counts it itself.
-func (c *runCache) fromRevisionCounted(raw *rawRun, id string, pos Position, count bool) (Result[Snapshot], bool) {
+// fromRevisionCounted is fromRevision, counting the run answered only when
+// countHit says so: a caller that may yet discard what it answers counts
+// it itself. A run not held at its revision is a miss either way: its row
+// will be read.
+func (c *runCache) fromRevisionCounted(raw *rawRun, id string, pos Position, countHit bool) (Result[Snapshot], bool) {
 	r, okRev := toInt(raw.revision)
 	d, okDel := toInt(raw.deleted)
 	switch {
 	case okRev && okDel && d == 0 && r >= 1 && r <= pos.Revision:
-		run, ok := c.get(pos, id, r, count)
+		run, ok := c.get(pos, id, r, countHit)
 		if !ok {
-			if count {
-				c.misses.Add(1)
-			}
+			c.misses.Add(1)
 			return Result[Snapshot]{}, false
 		}
 		return Result[Snapshot]{Value: run}, true

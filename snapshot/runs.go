@@ -71,14 +71,9 @@ func (q *querier) runs(ids []string) ([]Result[Snapshot], error) {
 	if c := q.rd.r.cache; c != nil && q.placed() {
 		todo = q.freshRuns(c, b, todo)
 	}
-	if len(todo) == 1 {
-		answered, err := q.cachedAlone(todo[0], b.first[todo[0]], b.out)
-		if err != nil {
-			return nil, err
-		}
-		if answered {
-			todo = nil
-		}
+	if len(todo) == 1 && q.cachedAlone(b, false) {
+		// Only a read not placed yet runs alone: todo is b's one id.
+		todo = nil
 	}
 	cache := q.cache(todo)
 	if cache != nil {
@@ -103,7 +98,7 @@ func (q *querier) runsAndParents(ids []string) ([]Result[Snapshot], map[string]R
 	if len(b.distinct) == 0 {
 		return b.out, b.parents, nil
 	}
-	if q.cachedAloneAndParents(b) {
+	if q.cachedAlone(b, true) {
 		out, err := b.results()
 		return out, b.parents, err
 	}
@@ -407,62 +402,24 @@ func (q *querier) cachedRuns(c *runCache, b *idRuns, ids, parents []string) ([]s
 	return misses, nil
 }
 
-// cachedAlone answers the read of one id, at out[i], from the reader's run
-// cache, when the read is to run alone (see Read.Alone) and the cache holds
-// a run of id: it reads id's change row with the position, in a statement
-// run alone, and when the run cached is at that revision, or id has no
-// live run, that statement is the read's one. Otherwise it reports false
-// and the read is as it was: it goes on to read the run's row alone, in a
-// snapshot of its own, as it would have. A run's row costs two or three
-// times its change row, which has three columns to the row's 28.
-func (q *querier) cachedAlone(id string, i int, out []Result[Snapshot]) (bool, error) {
-	c, rd := q.rd.r.revisionCache(), q.rd
-	if c == nil || !rd.alone || rd.tx != nil || rd.ranAlone || c.holds([]string{id}) == 0 {
-		return false, nil
-	}
-	var src string
-	var rev int64
-	rows, err := rd.r.db.ReadAlone(q.ctx, selectPosition, []any{&src, &rev}, rd.r.selectRevisions, q.dialect().TextListArg([]string{id}))
-	if err != nil {
-		// The read of the row will say what is wrong.
-		return false, nil
-	}
-	defer rows.Close()
-	rd.statements++
-	var raw rawRun
-	if !rows.Next() || rows.Scan(raw.revisionDest()...) != nil || raw.rowID() != id {
-		return false, nil
-	}
-	pos, err := checkPosition(src, rev)
-	if err != nil || pos.Revision < rd.min || rd.r.sameSource(pos.Source) != nil {
-		return false, nil
-	}
-	res, ok := c.fromRevision(&raw, id, pos)
-	if !ok {
-		return false, nil
-	}
-	out[i] = showResult(scopeOf(q.ctx), res)
-	// The statement run alone was the read's: what openAlone and
-	// aloneRows.Scan record of one.
-	rd.statements++
-	rd.ranAlone, rd.pos, rd.opened = true, pos, time.Now()
-	return true, nil
-}
-
-// cachedAloneAndParents answers a read of b's ids with their parents that
-// is to run alone from the reader's run cache, when it holds a run of each
-// id: it reads the change rows of the ids and of the parents of the runs
-// held, with the position, in a statement run alone, and when every run is
-// at its revision held (or an id has no live run), that statement is the
-// read's one, as cachedAlone's is for one run. Otherwise it places nothing
-// and reports false: the read goes on as it would have, in a snapshot of
-// its own.
-func (q *querier) cachedAloneAndParents(b *idRuns) bool {
+// cachedAlone answers a read of b's ids that is to run alone (see
+// Read.Alone), and with parents their parents, from the reader's run
+// cache, when it holds a run of each id: it reads the change rows of the
+// ids, and of the parents of the runs held, with the position, in a
+// statement run alone, and when every run is at its revision held (or an
+// id has no live run), that statement is the read's one. Otherwise it
+// places nothing and reports false: the read goes on as it would have, in
+// a snapshot of its own. A run's row costs two or three times its change
+// row, which has three columns to the row's 28.
+func (q *querier) cachedAlone(b *idRuns, parents bool) bool {
 	c, rd := q.rd.r.revisionCache(), q.rd
 	if c == nil || !rd.alone || rd.tx != nil || rd.ranAlone || len(b.distinct) > maxParentLookups || c.holds(b.distinct) < len(b.distinct) {
 		return false
 	}
-	list := append(slices.Clip(b.distinct), c.parentsOf(b.distinct, b.first)...)
+	list := b.distinct
+	if parents {
+		list = append(slices.Clip(list), c.parentsOf(b.distinct, b.first)...)
+	}
 	var src string
 	var rev int64
 	rows, err := rd.r.db.ReadAlone(q.ctx, selectPosition, []any{&src, &rev}, rd.r.selectRevisions, q.dialect().TextListArg(list))
@@ -485,6 +442,7 @@ func (q *querier) cachedAloneAndParents(b *idRuns) bool {
 		}
 		got[id] = Result[Snapshot]{}
 		if pos, err := checkPosition(src, rev); err == nil {
+			// Counted as answered only once the statement is the read's.
 			res, ok := c.fromRevisionCounted(&raw, id, pos, false)
 			if !ok {
 				return false
@@ -500,7 +458,7 @@ func (q *querier) cachedAloneAndParents(b *idRuns) bool {
 	// change row was read beside it; one it does not name is a run that
 	// has none.
 	for _, id := range b.distinct {
-		if run, ok := got[id].Value.(*Run); ok && run.ExecutionParentID != nil {
+		if run, ok := got[id].Value.(*Run); parents && ok && run.ExecutionParentID != nil {
 			if _, read := got[*run.ExecutionParentID]; !read {
 				return false
 			}
