@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -74,6 +75,7 @@ func (w *requestErrorWriter) WriteHeader(code int) {
 func (w *requestErrorWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		if body := w.rec.TakeBody(); body != nil {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			_, err := w.ResponseWriter.Write(body)
 			plan.GiveBuffer(body)
 			if err != nil {
