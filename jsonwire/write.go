@@ -24,7 +24,8 @@ func AppendQuoted(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0xE2 {
+		if !quoteStops[c] {
+			// Most bytes: one look in the table.
 			continue
 		}
 		if c == 0xE2 {
@@ -63,6 +64,19 @@ func AppendQuoted(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// quoteStops are the bytes AppendQuoted looks at: the control characters,
+// quotes, escapes, those a response escapes and the first byte of the line
+// and paragraph separators.
+var quoteStops = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	for _, c := range []byte{'"', '\\', '<', '>', '&', 0xE2} {
+		t[c] = true
+	}
+	return t
+}()
+
 // compactPlain reports whether the JSON value raw is written as it is:
 // no white space between its tokens (inside strings it is the strings'
 // own) and none of <, >, & or the first byte of a line or paragraph
@@ -70,23 +84,38 @@ func AppendQuoted(b []byte, s string) []byte {
 func compactPlain(raw []byte) bool {
 	in := false
 	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c == '<' || c == '>' || c == '&' || c == 0xE2:
+		c := raw[i]
+		if !plainStops[c] {
+			// Most bytes: one look in the table.
+			continue
+		}
+		switch c {
+		case '<', '>', '&', 0xE2:
 			return false
-		case in:
-			if c == '\\' {
+		case '"':
+			in = !in
+		case '\\':
+			if in {
 				i++
-			} else if c == '"' {
-				in = false
 			}
-		case c == '"':
-			in = true
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-			return false
+		default:
+			// White space, a string's own or between tokens.
+			if !in {
+				return false
+			}
 		}
 	}
 	return true
 }
+
+// plainStops are the bytes compactPlain looks at: quotes, escapes, white
+// space and those a response escapes.
+var plainStops = func() (t [256]bool) {
+	for _, c := range []byte{'"', '\\', ' ', '\t', '\r', '\n', '<', '>', '&', 0xE2} {
+		t[c] = true
+	}
+	return t
+}()
 
 // AppendJSON appends a JSON value as encoding/json writes it in a
 // response: compact, with <, >, & and the line and paragraph separators

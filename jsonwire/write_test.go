@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/99designs/gqlgen/graphql"
 )
 
 // writeSeeds are JSON values as a store may hold them: compact or not,
@@ -54,6 +56,37 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 		if got, want := AppendJSON(nil, doc), responseJSON(t, doc); !bytes.Equal(got, want) {
 			t.Errorf("%q: AppendJSON wrote %q, encoding/json %q", doc, got, want)
+		}
+	})
+}
+
+// executorQuoted is s as gqlgen's executor writes a String and encoding/json
+// then escapes the response holding it.
+func executorQuoted(s string) []byte {
+	var quoted, escaped bytes.Buffer
+	graphql.MarshalString(s).MarshalGQL(&quoted)
+	json.HTMLEscape(&escaped, quoted.Bytes())
+	return escaped.Bytes()
+}
+
+var quoteSeeds = []string{"", "run-1", `a "quoted" \ path`, "tab\tcr\rlf\n", "\x00\x01\x1f\x7f", "<b>&</b>",
+	"line\u2028para\u2029", "dash \u2014 and \u20ac", "\xe2\x80", "\xe2", "é ü 日本", "\xff\xfe"}
+
+func TestAppendQuotedWritesWhatTheExecutorWrites(t *testing.T) {
+	for _, s := range quoteSeeds {
+		if got, want := AppendQuoted(nil, s), executorQuoted(s); !bytes.Equal(got, want) {
+			t.Errorf("%q: AppendQuoted wrote %q, the executor %q", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendQuoted(f *testing.F) {
+	for _, s := range quoteSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendQuoted(nil, s), executorQuoted(s); !bytes.Equal(got, want) {
+			t.Errorf("%q: AppendQuoted wrote %q, the executor %q", s, got, want)
 		}
 	})
 }

@@ -36,8 +36,71 @@ func (ms dateTime) MarshalGQL(w io.Writer) {
 // AppendDateTime appends ms to b as MarshalDateTime writes it, quotes
 // included.
 func AppendDateTime(b []byte, ms snapshot.Millis) []byte {
-	// The fields one by one: formatting with the layout parses it on
-	// every call, and a page of runs writes several times per run.
+	if ms < 0 || ms >= maxCivilMillis {
+		return appendDateTimeOf(b, ms)
+	}
+	// The civil date of a day count in whole numbers (the proleptic
+	// Gregorian calendar in eras of 400 years, as time's own arithmetic
+	// does), without a time.Time: a page of runs writes several dates
+	// per run, and the calls into time showed in its profile.
+	days, rem := int(ms/msPerDay), int(ms%msPerDay)
+	z := days + daysTo1970
+	era := z / daysPerEra
+	doe := z - era*daysPerEra
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day := doy - (153*mp+2)/5 + 1
+	month := mp + 3
+	if mp >= 10 {
+		month = mp - 9
+	}
+	year := yoe + era*400
+	if month <= 2 {
+		year++
+	}
+	b = append(b, '"')
+	b = append2(b, year/100)
+	b = append2(b, year%100)
+	b = append(b, '-')
+	b = append2(b, month)
+	b = append(b, '-')
+	b = append2(b, day)
+	b = append(b, 'T')
+	b = append2(b, rem/3_600_000)
+	b = append(b, ':')
+	b = append2(b, rem/60_000%60)
+	b = append(b, ':')
+	b = append2(b, rem/1000%60)
+	b = append(b, '.', byte('0'+rem%1000/100))
+	b = append2(b, rem%100)
+	return append(b, 'Z', '"')
+}
+
+const (
+	msPerDay = 86_400_000
+	// daysTo1970 counts the days from 0000-03-01, where an era starts,
+	// to 1970-01-01.
+	daysTo1970 = 719_468
+	daysPerEra = 146_097
+	// maxCivilMillis is 10000-01-01T00:00:00Z: from there years have five
+	// digits, which appendDateTimeOf writes.
+	maxCivilMillis = 253_402_300_800_000
+)
+
+// twoDigits are 00 to 99, each two bytes.
+const twoDigits = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// append2 appends 0 ≤ n ≤ 99 in two digits.
+func append2(b []byte, n int) []byte {
+	return append(b, twoDigits[2*n], twoDigits[2*n+1])
+}
+
+// appendDateTimeOf is AppendDateTime by way of a time.Time, for the years
+// the civil arithmetic leaves: those after 9999.
+func appendDateTimeOf(b []byte, ms snapshot.Millis) []byte {
 	t := time.UnixMilli(int64(ms)).UTC()
 	year, month, day := t.Date()
 	hour, minute, sec := t.Clock()

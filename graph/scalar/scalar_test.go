@@ -42,6 +42,15 @@ func TestDateTimeIsTheLayout(t *testing.T) {
 	for i := int64(0); i < 2000; i++ {
 		ms = append(ms, (i*7_919_000_003_917+i*i*104_729)%(vocab.MaxSafe+1))
 	}
+	// Each day's last millisecond and a time within it: every day from
+	// 1970 to 2200, then every 97th to past 9999, leap days and century
+	// years among them.
+	for day := int64(1); day <= 2_932_900; day++ {
+		if day > 84_000 {
+			day += 96
+		}
+		ms = append(ms, day*86_400_000-1, day*86_400_000+43_210_987)
+	}
 	for _, m := range ms {
 		want := `"` + time.UnixMilli(m).UTC().Format(dateTimeLayout) + `"`
 		if got := string(AppendDateTime(nil, snapshot.Millis(m))); got != want {
