@@ -58,7 +58,8 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 	if !opts.DisableIntrospection {
 		srv.Use(extension.Introspection{})
 	}
-	srv.Use(shapeLimit{es: es, opts: opts, source: reader.Source})
+	shape := shapeLimit{es: es, opts: opts, source: reader.Source, plain: plainCosts(es)}
+	srv.Use(shape)
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		rh := operation(ctx, next, reader, planner, opts)
 		return func(ctx context.Context) *graphql.Response {
@@ -77,7 +78,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		return resp
 	})
 	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, planner: planner, opts: opts, pool: pool, guard: guard, limiter: newLogLimiter(10),
-		shape: shapeLimit{es: es, opts: opts, source: reader.Source}, cached: newCachedExecutor(es, opts), recover: graph.Recoverer(opts.Logger)})
+		shape: shape, cached: newCachedExecutor(es, opts), recover: graph.Recoverer(opts.Logger)})
 }
 
 // addLiveTransports adds the subscription transports. They come before GET

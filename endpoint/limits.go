@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -25,6 +26,9 @@ type shapeLimit struct {
 	// source is the store's source once known, so that a cursor of
 	// another store is not taken for a minimum revision (argumentRevision).
 	source func() string
+	// plain are the fields whose cost the walk knows without asking
+	// (plainCosts).
+	plain map[fieldKey]bool
 }
 
 var (
@@ -50,7 +54,7 @@ func (l shapeLimit) MutateOperationContext(ctx context.Context, rc *graphql.Oper
 	if ctx.Err() != nil {
 		return timeoutError(ctx, l.opts)
 	}
-	w := operationWalk{ctx: ctx, es: l.es, schema: l.es.Schema(), vars: rc.Variables, fragments: map[string]*measure{}}
+	w := operationWalk{ctx: ctx, es: l.es, schema: l.es.Schema(), vars: rc.Variables, fragments: map[string]*measure{}, plain: l.plain}
 	if l.source != nil {
 		w.source = l.source()
 	}
@@ -112,6 +116,8 @@ type operationWalk struct {
 	// fragments holds each fragment's measure once made; nil while it is
 	// being made.
 	fragments map[string]*measure
+	// plain are the fields that cost 1 + their selection (plainCosts).
+	plain map[fieldKey]bool
 }
 
 func (w *operationWalk) set(set ast.SelectionSet) measure {
@@ -159,13 +165,20 @@ func (w *operationWalk) field(f *ast.Field) measure {
 	if len(f.Name) >= 2 && f.Name[:2] == "__" || f.Definition == nil || f.ObjectDefinition == nil {
 		return m
 	}
+	key := fieldKey{f.ObjectDefinition.Name, f.Name}
+	if w.plain[key] {
+		// Most fields: the complexity function would be asked only to
+		// say it has nothing to say.
+		m.cost = safeAdd(1, child)
+		return m
+	}
 	var args map[string]any
 	if len(f.Definition.Arguments) > 0 {
 		// A field without arguments has no use for a map of them, which
 		// every field would otherwise allocate.
 		args = f.ArgumentMap(w.vars)
 	}
-	if cost, ok := argCosts[fieldKey{f.ObjectDefinition.Name, f.Name}]; ok {
+	if cost, ok := argCosts[key]; ok {
 		if c, ok := cost(child, args); ok {
 			m.cost = c
 			return m
@@ -200,6 +213,31 @@ var argCosts = map[fieldKey]func(child int, args map[string]any) (int, bool){
 		ids, ok := args["ids"].([]any)
 		return graph.BatchCost(child, len(ids)), ok
 	},
+}
+
+// plainCosts are the fields of es's object types, by type and name, that
+// take no arguments and that no complexity function prices: each costs 1
+// plus its selection, which the walk adds up without calling es.Complexity
+// (a context look-up, a string made of the two names and a switch per
+// field). Whether a field has a complexity function does not change while
+// the schema serves, so es is asked once, here.
+func plainCosts(es graphql.ExecutableSchema) map[fieldKey]bool {
+	plain := map[fieldKey]bool{}
+	for _, t := range es.Schema().Types {
+		if t.Kind != ast.Object {
+			continue
+		}
+		for _, f := range t.Fields {
+			key := fieldKey{t.Name, f.Name}
+			if len(f.Arguments) > 0 || strings.HasPrefix(f.Name, "__") || argCosts[key] != nil {
+				continue
+			}
+			if _, priced := es.Complexity(context.Background(), t.Name, f.Name, 0, nil); !priced {
+				plain[key] = true
+			}
+		}
+	}
+	return plain
 }
 
 // safeAdd adds two non-negative costs, saturating instead of overflowing.

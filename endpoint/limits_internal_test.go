@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/vektah/gqlparser/v2"
+
 	"github.com/flowsnap/flowsnap/graph"
 )
 
@@ -40,5 +42,54 @@ func TestArgCostsAreTheComplexityFunctions(t *testing.T) {
 	}
 	if len(argCosts) != 1 || checked == 0 {
 		t.Errorf("%d argument costs, %d checked: a new one needs its own cases here", len(argCosts), checked)
+	}
+}
+
+// TestPlainCostsAreTheComplexityFunctions checks the fields whose cost the
+// walk adds up without asking the schema: none has a complexity function,
+// and a document selecting every field of a run, its pages and a list
+// costs the same with the shortcut as without.
+func TestPlainCostsAreTheComplexityFunctions(t *testing.T) {
+	es := graph.NewSchema(nil)
+	plain := plainCosts(es)
+	for key := range plain {
+		for _, child := range []int{0, 3} {
+			if c, ok := es.Complexity(context.Background(), key.typ, key.field, child, nil); ok {
+				t.Errorf("%s.%s is priced (%d for child %d) but taken as plain", key.typ, key.field, c, child)
+			}
+		}
+	}
+	for _, key := range []fieldKey{{"Run", "id"}, {"Run", "status"}, {"Run", "state"}, {"Waiting", "kind"}, {"RunEdge", "node"}} {
+		if !plain[key] {
+			t.Errorf("%s.%s is not taken as plain", key.typ, key.field)
+		}
+	}
+	for _, key := range []fieldKey{{"Run", "children"}, {"Query", "runs"}, {"Query", "listRuns"}} {
+		if plain[key] {
+			t.Errorf("%s.%s, which has arguments, is taken as plain", key.typ, key.field)
+		}
+	}
+	run := `... on Run { __typename id revision status flowName state createdAt startedAt finishedAt heartbeatAt
+		owner { hostId pid nonce } claim { owner { hostId pid nonce } claimedAt } parentRunId executionParentId
+		parent { __typename ... on Run { id status } ... on MissingRun { id deleted } } lineageId roundOrdinal
+		cancellation { requestedAt acknowledgement { observedAt owner { hostId pid nonce } } }
+		waiting { kind reason wakeAt tokenDigest request } }
+		... on MissingRun { __typename id deleted deletedAtRevision }`
+	page := `{ edges { cursor ordinal node { ` + run + ` } } pageInfo { hasNextPage endCursor } }`
+	doc := `query($id: ID!, $n: Int) { run(id: $id) { ... on Run { children(first: $n) ` + page + ` rounds(first: 10) ` + page + ` } }
+		runs(ids: ["a", "b", "c"]) { ` + run + ` }
+		listRuns(filter: {status: [FAILED]}, first: 50) { edges { node { ` + run + ` } } } }`
+	src, gerr := gqlparser.LoadQuery(es.Schema(), doc)
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	vars := map[string]any{"id": "a", "n": int64(25)}
+	walk := func(plain map[fieldKey]bool) measure {
+		w := operationWalk{ctx: context.Background(), es: es, schema: es.Schema(), vars: vars, fragments: map[string]*measure{}, plain: plain}
+		return w.set(src.Operations[0].SelectionSet)
+	}
+	with, without := walk(plain), walk(nil)
+	if with != without || with.cost < 1000 {
+		t.Errorf("with plain costs the walk measured %+v, without %+v", with, without)
 	}
 }
