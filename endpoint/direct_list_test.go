@@ -67,6 +67,9 @@ func directListCases(listAfter, source string, revision int64) []directCase {
 		{name: "the change feed's tail with its deletion", cached: true, direct: true,
 			query: `query($s: SafeInt!, $src: String) { changes(since: $s, source: $src) ` + feed + ` }`,
 			vars:  map[string]any{"s": revision - 20, "src": source}},
+		{name: "the change feed with its runs' parents", cached: true, direct: true,
+			query: `{ changes(since: 0, first: 60) { changes { runId run { ... on Run { id parent { __typename ... on Run { id status }
+				... on MissingRun { id deleted } } } } } hasMore } }`},
 		{name: "the change feed of another store", query: `{ changes(since: 0, source: "00000000000000000000000000000000") ` + feed + ` }`},
 		{name: "the change feed beyond the store's revision", query: `{ changes(since: 999999999) ` + feed + ` }`},
 		{name: "a change feed page too large", query: `{ changes(since: 0, first: 1001) { hasMore } }`},

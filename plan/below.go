@@ -30,7 +30,23 @@ func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f
 			// every-field selection of a list): those are the keys, with
 			// no walk through the page field by field to find them.
 			if parents {
-				l.runs.read(ctx, pageParents(page))
+				l.runs.read(ctx, parentKeysOf(len(page.Edges), func(i int) snapshot.Snapshot { return page.Edges[i].Node.Value }))
+			}
+			return
+		}
+	}
+	if feed, _ := v.(*snapshot.ChangeFeed); feed != nil {
+		if parents, only := l.p.feedReadsRunsOnly(oc, f); only {
+			// Nothing below reads but the changes' runs and their parents
+			// (an every-field selection of the feed): two gets, the same
+			// keys and waves as the walk's, without it.
+			ids := make([]string, len(feed.Changes))
+			for i, c := range feed.Changes {
+				ids[i] = c.RunID
+			}
+			runs, _ := l.runs.get(ctx, ids)
+			if parents {
+				l.runs.read(ctx, parentKeysOf(len(runs), func(i int) snapshot.Snapshot { return runs[i] }))
 			}
 			return
 		}
@@ -38,12 +54,12 @@ func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f
 	l.walkFrom(ctx, oc, level{sel: f.Selections, objs: []any{v}}, false)
 }
 
-// pageParents are the parents of page's runs, the keys of Run.parent on
-// its nodes (parentKeys).
-func pageParents(page *snapshot.Page) []string {
-	keys := make([]string, 0, len(page.Edges))
-	for _, e := range page.Edges {
-		if run, ok := e.Node.Value.(*snapshot.Run); ok && run != nil && run.ExecutionParentID != nil {
+// parentKeysOf are the parents of n snapshots, at(i) each, that are runs
+// with one: the keys of Run.parent on them (parentKeys).
+func parentKeysOf(n int, at func(i int) snapshot.Snapshot) []string {
+	keys := make([]string, 0, n)
+	for i := range n {
+		if run, ok := at(i).(*snapshot.Run); ok && run != nil && run.ExecutionParentID != nil {
 			keys = append(keys, *run.ExecutionParentID)
 		}
 	}

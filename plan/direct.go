@@ -117,6 +117,9 @@ type directWriter struct {
 	// beyond maxCollected, collectedMap holds the rest.
 	collected    []collectedSet
 	collectedMap map[collectedKey]*fieldSet
+	// parentID and parent are the parent last written (Run.parent).
+	parentID string
+	parent   snapshot.Snapshot
 }
 
 // maxCollected is how many selection sets the writer looks up in a slice
@@ -460,9 +463,17 @@ func (w *directWriter) runField(code runField, f graphql.CollectedField, r *snap
 			w.b = append(w.b, "null"...)
 			return true
 		}
-		// The key the read-ahead asked for (parentKeys).
-		snap, err := w.l.runs.one(w.ctx, *r.ExecutionParentID)
-		return err == nil && w.snapshot(f.Selections, snap)
+		// The key the read-ahead asked for (parentKeys). Runs listed
+		// together often share their parent, which is then looked up once.
+		id := *r.ExecutionParentID
+		if w.parent == nil || w.parentID != id {
+			snap, err := w.l.runs.one(w.ctx, id)
+			if err != nil {
+				return false
+			}
+			w.parentID, w.parent = id, snap
+		}
+		return w.snapshot(f.Selections, w.parent)
 	case runPage:
 		return w.page(f, r)
 	case runJournal:

@@ -344,6 +344,42 @@ func (p *Planner) readsParentsOnly(oc *graphql.OperationContext, f graphql.Colle
 	return parents, true
 }
 
+// feedReadsRunsOnly reports whether nothing f, a field whose value is a
+// change feed, selects reads but the runs of its changes (Change.run) and,
+// below those, what readsParentsOnly allows (their parents), and whether
+// the parents are selected.
+func (p *Planner) feedReadsRunsOnly(oc *graphql.OperationContext, f graphql.CollectedField) (parents, ok bool) {
+	for _, g := range collectFields(oc, f.Selections, p.implementors["ChangeFeed"]) {
+		if g.Name != "changes" {
+			if p.reads(oc, "ChangeFeed", g) {
+				return false, false
+			}
+			continue
+		}
+		for _, h := range collectFields(oc, g.Selections, p.implementors["Change"]) {
+			if h.Name != "run" {
+				if p.reads(oc, "Change", h) {
+					return false, false
+				}
+				continue
+			}
+			below, ok := p.readsParentsOnly(oc, h)
+			if !ok {
+				return false, false
+			}
+			parents = parents || below
+		}
+	}
+	return parents, true
+}
+
+// reads reports whether f, a field of typ, reads or anything it selects
+// may.
+func (p *Planner) reads(oc *graphql.OperationContext, typ string, f graphql.CollectedField) bool {
+	_, batched := batchFields[typ+"."+f.Name]
+	return batched || p.mayRead(oc, f)
+}
+
 // readAll reads p in one statement, the query's last, and keeps what it
 // read in the loaders, keyed as the walk and the resolvers will ask for
 // it: each run by its id (the parents too), and each page by its anchor
