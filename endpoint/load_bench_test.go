@@ -539,10 +539,12 @@ const pairedRounds = 10
 // pairedCPU serves b.N requests of a and as many of e, from loadClients()
 // goroutines, in pairedRounds rounds of each taken in turns, and returns
 // the CPU per request of e ÷ that of a, the server's and its backends'.
+// The two rounds of a turn ask for the same runs: anchors differ in how
+// many children and rounds they have, and a turn's ratio would otherwise
+// be as much theirs as the selections'.
 func pairedCPU(b *testing.B, bs *benchStore, db *store.DB, app string, srv *loadServer, a, e func(id string) error) float64 {
 	var spent [2]float64
-	var next atomic.Int64
-	serve := func(op func(id string) error, n int) float64 {
+	serve := func(op func(id string) error, from, n int) float64 {
 		cpu := startCPU(b, db, app)
 		before := srv.usage(b)
 		var left atomic.Int64
@@ -550,8 +552,12 @@ func pairedCPU(b *testing.B, bs *benchStore, db *store.DB, app string, srv *load
 		var wg sync.WaitGroup
 		for range loadClients() {
 			wg.Go(func() {
-				for left.Add(-1) >= 0 {
-					if err := op(bs.anchors[next.Add(1)%int64(len(bs.anchors))]); err != nil {
+				for {
+					i := left.Add(-1)
+					if i < 0 {
+						return
+					}
+					if err := op(bs.anchors[(from+int(i))%len(bs.anchors)]); err != nil {
 						b.Error(err)
 						return
 					}
@@ -564,13 +570,22 @@ func pairedCPU(b *testing.B, bs *benchStore, db *store.DB, app string, srv *load
 		return after.cpu - before.cpu + backends
 	}
 	b.ResetTimer()
+	from := 0
 	for r := range pairedRounds {
 		n := b.N / pairedRounds
 		if r < b.N%pairedRounds {
 			n++
 		}
-		spent[0] += serve(a, n)
-		spent[1] += serve(e, n)
+		// Whichever goes second finds the runs the first read in the
+		// caches: each goes first in every other turn.
+		if r%2 == 0 {
+			spent[0] += serve(a, from, n)
+			spent[1] += serve(e, from, n)
+		} else {
+			spent[1] += serve(e, from, n)
+			spent[0] += serve(a, from, n)
+		}
+		from += n
 	}
 	b.StopTimer()
 	if spent[0] <= 0 {
