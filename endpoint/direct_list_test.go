@@ -67,6 +67,10 @@ func directListCases(listAfter, source string, revision int64) []directCase {
 		{name: "the change feed's tail with its deletion", cached: true, direct: true,
 			query: `query($s: SafeInt!, $src: String) { changes(since: $s, source: $src) ` + feed + ` }`,
 			vars:  map[string]any{"s": revision - 20, "src": source}},
+		{name: "a list page's parents, its children skipped by a variable", cached: true, direct: true, query: listChildrenIf,
+			vars: map[string]any{"c": false}},
+		{name: "a list page's parents, its children included by a variable", cached: true, direct: true, query: listChildrenIf,
+			vars: map[string]any{"c": true}},
 		{name: "the change feed with its runs' parents", cached: true, direct: true,
 			query: `{ changes(since: 0, first: 60) { changes { runId run { ... on Run { id parent { __typename ... on Run { id status }
 				... on MissingRun { id deleted } } } } } hasMore } }`},
@@ -79,6 +83,12 @@ func directListCases(listAfter, source string, revision int64) []directCase {
 		{name: "the position alone", cached: true, direct: true, query: `{ position { source revision } }`},
 	}
 }
+
+// listChildrenIf selects the parents of a list page's runs, and their
+// children when $c says so: the same document reads below the page only
+// parents, or children too, by its variables.
+const listChildrenIf = `query($c: Boolean!) { listRuns(first: 30) { edges { node { ... on Run { id
+	parent { ... on Run { id status } } children(first: 2) @include(if: $c) { edges { node { ... on Run { id } } } } } } } } }`
 
 // TestDirectListsAsTheExecutorForAPrincipal sends lists, the change feed
 // and counts as principals with a scope, with and without payloads, to a

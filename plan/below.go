@@ -55,12 +55,17 @@ func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f
 }
 
 // parentKeysOf are the parents of n snapshots, at(i) each, that are runs
-// with one: the keys of Run.parent on them (parentKeys).
+// with one: the keys of Run.parent on them (parentKeys), a parent shared
+// by runs next to each other once.
 func parentKeysOf(n int, at func(i int) snapshot.Snapshot) []string {
 	keys := make([]string, 0, n)
 	for i := range n {
-		if run, ok := at(i).(*snapshot.Run); ok && run != nil && run.ExecutionParentID != nil {
-			keys = append(keys, *run.ExecutionParentID)
+		run, ok := at(i).(*snapshot.Run)
+		if !ok || run == nil || run.ExecutionParentID == nil {
+			continue
+		}
+		if p := *run.ExecutionParentID; len(keys) == 0 || keys[len(keys)-1] != p {
+			keys = append(keys, p)
 		}
 	}
 	return keys

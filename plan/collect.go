@@ -28,10 +28,11 @@ var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 
 // docFields are one document's collected fields that no variable changes,
 // by selection set and type, and what the read-ahead found of them
-// (mayRead).
+// (mayRead, readsParentsOnly).
 type docFields struct {
-	m     sync.Map // selectionKey → []graphql.CollectedField
-	reads sync.Map // selectionKey of a field's selection and type → bool
+	m           sync.Map // selectionKey → []graphql.CollectedField
+	reads       sync.Map // selectionKey of a field's selection and type → bool
+	parentsOnly sync.Map // selectionKey of a field's selection and type → parentsOnlyRead
 }
 
 // maxShared is the most selections a set may have to be shared: sets are

@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // TestWhatVariablesDecideIsNeverShared: a document's collected fields and
@@ -37,19 +39,59 @@ func TestWhatVariablesDecideIsNeverShared(t *testing.T) {
 			}
 		}
 	}
+	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.reads })
+}
+
+// keptOnlyFixed checks what table, one of doc's shared tables, kept:
+// something, and nothing of a selection a directive decides.
+func keptOnlyFixed(t *testing.T, doc *ast.QueryDocument, table func(d *docFields) *sync.Map) {
+	t.Helper()
 	d, _ := sharedFields.Peek(doc)
 	if d == nil {
 		t.Fatal("the document's fields are not shared")
 	}
 	kept := 0
-	d.reads.Range(func(k, v any) bool { kept++; return true })
-	if kept == 0 {
-		t.Error("nothing was kept of what no variable decides")
-	}
-	d.reads.Range(func(k, v any) bool {
+	table(d).Range(func(k, v any) bool {
+		kept++
 		if key := k.(selectionKey); !fixed(doc, key.sels[:key.n]) {
 			t.Errorf("a selection a directive decides was kept: %v", key)
 		}
 		return true
 	})
+	if kept == 0 {
+		t.Error("nothing was kept of what no variable decides")
+	}
+}
+
+// TestWhatReadsBelowAPageIsSharedOnlyWhereNoVariableDecides: whether a
+// list page reads nothing below it but its runs' parents is kept for the
+// document's later requests only where no directive decides it.
+func TestWhatReadsBelowAPageIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
+	schema := loadSchema(t)
+	p := New(schema)
+	doc := gqlparser.MustLoadQuery(schema, `query($x: Boolean!) {
+		a: listRuns { edges { node { ... on Run { id parent { ... on Run { id } } children(first: 1) @include(if: $x) { edges { cursor } } } } } }
+		b: listRuns { edges { node { ... on Run { id parent { ... on Run { id } } } } } }
+		c: listRuns { nodes { ... on Run { id parent @skip(if: $x) { ... on Run { id } } } } }
+	}`)
+	type only struct{ parents, ok bool }
+	reads := func(x bool) map[string]only {
+		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
+		out := map[string]only{}
+		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
+			parents, ok := p.readsParentsOnly(oc, f)
+			out[f.Alias] = only{parents, ok}
+		}
+		return out
+	}
+	for _, x := range []bool{false, true, false, true} {
+		got := reads(x)
+		want := map[string]only{"a": {!x, !x}, "b": {true, true}, "c": {!x, true}}
+		for alias, w := range want {
+			if got[alias] != w {
+				t.Errorf("x=%v: %s reads only parents: %+v, want %+v", x, alias, got[alias], w)
+			}
+		}
+	}
+	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.parentsOnly })
 }

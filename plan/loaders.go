@@ -170,7 +170,11 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 	entries := make([]*entry[V], len(keys))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var block []entry[V] // the new entries, allocated together
+	// The new entries are allocated together, in blocks that double:
+	// keys often repeat or were read already (the parents of a page's
+	// runs), and room for all that follow would mostly go unused.
+	var block []entry[V]
+	made := 0
 	if l.entries == nil {
 		l.entries = make(map[K]*entry[V], len(keys))
 	}
@@ -178,7 +182,8 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 		e, ok := l.entries[k]
 		if !ok {
 			if len(block) == 0 {
-				block = make([]entry[V], len(keys)-i)
+				block = make([]entry[V], min(len(keys)-i, max(made, 4)))
+				made += len(block)
 			}
 			if l.next == nil {
 				l.next = &wave{done: make(chan struct{})}

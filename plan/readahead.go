@@ -317,31 +317,63 @@ func (l *loaders) runsReadOnce(oc *graphql.OperationContext, f graphql.Collected
 // whether that parent is selected: what the one read of a page's runs
 // reads beside them.
 func (p *Planner) readsParentsOnly(oc *graphql.OperationContext, f graphql.CollectedField) (parents, ok bool) {
+	r := p.parentsOnly(oc, f)
+	return r.parents, r.ok
+}
+
+// parentsOnlyRead is what readsParentsOnly finds, and whether it is the
+// same for every request of the document (no directive on the way decided
+// it), in which case the document's shared fields keep it.
+type parentsOnlyRead struct{ parents, ok, fixed bool }
+
+func (p *Planner) parentsOnly(oc *graphql.OperationContext, f graphql.CollectedField) parentsOnlyRead {
 	if len(f.Selections) == 0 || f.Definition == nil {
-		return false, true
+		return parentsOnlyRead{ok: true, fixed: true}
 	}
-	def := p.schema.Types[f.Definition.Type.Name()]
+	typ := f.Definition.Type.Name()
+	def := p.schema.Types[typ]
 	if def == nil {
-		return false, true
+		return parentsOnlyRead{ok: true, fixed: true}
 	}
-	for _, t := range p.schema.GetPossibleTypes(def) {
-		for _, g := range collectFields(oc, f.Selections, p.implementors[t.Name]) {
-			key := t.Name + "." + g.Name
-			if _, batched := batchFields[key]; batched {
-				if key != "Run.parent" || p.mayRead(oc, g) {
-					return false, false
-				}
-				parents = true
-				continue
-			}
-			below, ok := p.readsParentsOnly(oc, g)
-			if !ok {
-				return false, false
-			}
-			parents = parents || below
+	d, key := sharedKey(oc, f.Selections, typ)
+	if d != nil {
+		if r, ok := d.parentsOnly.Load(key); ok {
+			return r.(parentsOnlyRead)
 		}
 	}
-	return parents, true
+	r := parentsOnlyRead{ok: true, fixed: true}
+types:
+	for _, t := range p.schema.GetPossibleTypes(def) {
+		fields, fx := collectFixed(oc, f.Selections, p.implementors[t.Name])
+		r.fixed = r.fixed && fx
+		for _, g := range fields {
+			key := t.Name + "." + g.Name
+			if _, batched := batchFields[key]; batched {
+				reads, fx := false, true
+				if key == "Run.parent" {
+					reads, fx = p.mayReadFixed(oc, g)
+				}
+				r.fixed = r.fixed && fx
+				if key != "Run.parent" || reads {
+					r.parents, r.ok = false, false
+					break types
+				}
+				r.parents = true
+				continue
+			}
+			below := p.parentsOnly(oc, g)
+			r.fixed = r.fixed && below.fixed
+			if !below.ok {
+				r.parents, r.ok = false, false
+				break types
+			}
+			r.parents = r.parents || below.parents
+		}
+	}
+	if d != nil && r.fixed {
+		d.parentsOnly.Store(key, r)
+	}
+	return r
 }
 
 // feedReadsRunsOnly reports whether nothing f, a field whose value is a
