@@ -28,7 +28,7 @@ type shapeLimit struct {
 	source func() string
 	// plain are the fields whose cost the walk knows without asking
 	// (plainCosts).
-	plain map[fieldKey]bool
+	plain map[*ast.FieldDefinition]bool
 }
 
 var (
@@ -117,7 +117,7 @@ type operationWalk struct {
 	// being made.
 	fragments map[string]*measure
 	// plain are the fields that cost 1 + their selection (plainCosts).
-	plain map[fieldKey]bool
+	plain map[*ast.FieldDefinition]bool
 }
 
 func (w *operationWalk) set(set ast.SelectionSet) measure {
@@ -165,23 +165,23 @@ func (w *operationWalk) field(f *ast.Field) measure {
 	if len(f.Name) >= 2 && f.Name[:2] == "__" || f.Definition == nil || f.ObjectDefinition == nil {
 		return m
 	}
-	key := fieldKey{f.ObjectDefinition.Name, f.Name}
-	if w.plain[key] {
-		// Most fields: the complexity function would be asked only to
-		// say it has nothing to say.
-		m.cost = safeAdd(1, child)
-		return m
-	}
 	var args map[string]any
-	if len(f.Definition.Arguments) > 0 {
+	if len(f.Definition.Arguments) == 0 {
+		if w.plain[f.Definition] {
+			// Most fields: the complexity function would be asked only
+			// to say it has nothing to say.
+			m.cost = safeAdd(1, child)
+			return m
+		}
+	} else {
 		// A field without arguments has no use for a map of them, which
 		// every field would otherwise allocate.
 		args = f.ArgumentMap(w.vars)
-	}
-	if cost, ok := argCosts[key]; ok {
-		if c, ok := cost(child, args); ok {
-			m.cost = c
-			return m
+		if cost, ok := argCosts[fieldKey{f.ObjectDefinition.Name, f.Name}]; ok {
+			if c, ok := cost(child, args); ok {
+				m.cost = c
+				return m
+			}
 		}
 	}
 	owners := []*ast.Definition{f.ObjectDefinition}
@@ -215,25 +215,25 @@ var argCosts = map[fieldKey]func(child int, args map[string]any) (int, bool){
 	},
 }
 
-// plainCosts are the fields of es's object types, by type and name, that
-// take no arguments and that no complexity function prices: each costs 1
-// plus its selection, which the walk adds up without calling es.Complexity
-// (a context look-up, a string made of the two names and a switch per
-// field). Whether a field has a complexity function does not change while
-// the schema serves, so es is asked once, here.
-func plainCosts(es graphql.ExecutableSchema) map[fieldKey]bool {
-	plain := map[fieldKey]bool{}
+// plainCosts are the fields of es's object types, by their definition in
+// its schema (which a validated operation's fields point to), that take no
+// arguments and that no complexity function prices: each costs 1 plus its
+// selection, which the walk adds up without calling es.Complexity (a
+// context look-up, a string made of the two names and a switch per field).
+// Whether a field has a complexity function does not change while the
+// schema serves, so es is asked once, here.
+func plainCosts(es graphql.ExecutableSchema) map[*ast.FieldDefinition]bool {
+	plain := map[*ast.FieldDefinition]bool{}
 	for _, t := range es.Schema().Types {
 		if t.Kind != ast.Object {
 			continue
 		}
 		for _, f := range t.Fields {
-			key := fieldKey{t.Name, f.Name}
-			if len(f.Arguments) > 0 || strings.HasPrefix(f.Name, "__") || argCosts[key] != nil {
+			if len(f.Arguments) > 0 || strings.HasPrefix(f.Name, "__") {
 				continue
 			}
 			if _, priced := es.Complexity(context.Background(), t.Name, f.Name, 0, nil); !priced {
-				plain[key] = true
+				plain[f] = true
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/flowsnap/flowsnap/graph"
 )
@@ -52,20 +53,31 @@ func TestArgCostsAreTheComplexityFunctions(t *testing.T) {
 func TestPlainCostsAreTheComplexityFunctions(t *testing.T) {
 	es := graph.NewSchema(nil)
 	plain := plainCosts(es)
-	for key := range plain {
-		for _, child := range []int{0, 3} {
-			if c, ok := es.Complexity(context.Background(), key.typ, key.field, child, nil); ok {
-				t.Errorf("%s.%s is priced (%d for child %d) but taken as plain", key.typ, key.field, c, child)
+	def := func(typ, field string) *ast.FieldDefinition { return es.Schema().Types[typ].Fields.ForName(field) }
+	checked := 0
+	for _, typ := range es.Schema().Types {
+		for _, f := range typ.Fields {
+			if !plain[f] {
+				continue
+			}
+			checked++
+			for _, child := range []int{0, 3} {
+				if c, ok := es.Complexity(context.Background(), typ.Name, f.Name, child, nil); ok {
+					t.Errorf("%s.%s is priced (%d for child %d) but taken as plain", typ.Name, f.Name, c, child)
+				}
 			}
 		}
 	}
+	if checked != len(plain) {
+		t.Errorf("%d plain fields are the schema's, of %d", checked, len(plain))
+	}
 	for _, key := range []fieldKey{{"Run", "id"}, {"Run", "status"}, {"Run", "state"}, {"Waiting", "kind"}, {"RunEdge", "node"}} {
-		if !plain[key] {
+		if !plain[def(key.typ, key.field)] {
 			t.Errorf("%s.%s is not taken as plain", key.typ, key.field)
 		}
 	}
 	for _, key := range []fieldKey{{"Run", "children"}, {"Query", "runs"}, {"Query", "listRuns"}} {
-		if plain[key] {
+		if plain[def(key.typ, key.field)] {
 			t.Errorf("%s.%s, which has arguments, is taken as plain", key.typ, key.field)
 		}
 	}
@@ -83,8 +95,14 @@ func TestPlainCostsAreTheComplexityFunctions(t *testing.T) {
 	if gerr != nil {
 		t.Fatal(gerr)
 	}
+	// An operation's fields point to the schema's own definitions, by
+	// which the walk finds them among the plain ones.
+	onRun := src.Operations[0].SelectionSet[1].(*ast.Field).SelectionSet[0].(*ast.InlineFragment)
+	if id := onRun.SelectionSet[1].(*ast.Field); id.Name != "id" || !plain[id.Definition] {
+		t.Errorf("the walk does not find %s of runs(ids:) among the plain fields", id.Name)
+	}
 	vars := map[string]any{"id": "a", "n": int64(25)}
-	walk := func(plain map[fieldKey]bool) measure {
+	walk := func(plain map[*ast.FieldDefinition]bool) measure {
 		w := operationWalk{ctx: context.Background(), es: es, schema: es.Schema(), vars: vars, fragments: map[string]*measure{}, plain: plain}
 		return w.set(src.Operations[0].SelectionSet)
 	}
