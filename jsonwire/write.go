@@ -117,6 +117,16 @@ var plainStops = func() (t [256]bool) {
 	return t
 }()
 
+// ResponseForm returns the JSON value raw as AppendJSON writes it: raw
+// itself when it is written as it is, else a compacted and escaped copy.
+// A value kept in this form is written by copying it.
+func ResponseForm(raw []byte) []byte {
+	if raw == nil || compactPlain(raw) {
+		return raw
+	}
+	return AppendJSON(nil, raw)
+}
+
 // AppendJSON appends a JSON value as encoding/json writes it in a
 // response: compact, with <, >, & and the line and paragraph separators
 // escaped. Most values are compact already and hold none of those, and are

@@ -54,8 +54,17 @@ func FuzzAppendJSON(f *testing.F) {
 		if !json.Valid(doc) {
 			return
 		}
-		if got, want := AppendJSON(nil, doc), responseJSON(t, doc); !bytes.Equal(got, want) {
+		want := responseJSON(t, doc)
+		if got := AppendJSON(nil, doc); !bytes.Equal(got, want) {
 			t.Errorf("%q: AppendJSON wrote %q, encoding/json %q", doc, got, want)
+		}
+		// A value's response form is what a response writes, and its own.
+		form := ResponseForm(doc)
+		if !bytes.Equal(form, want) {
+			t.Errorf("%q: response form %q, encoding/json %q", doc, form, want)
+		}
+		if again := ResponseForm(form); !bytes.Equal(again, form) {
+			t.Errorf("%q: response form %q, of that %q", doc, form, again)
 		}
 	})
 }

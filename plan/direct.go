@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -421,7 +422,8 @@ func (w *directWriter) runField(code runField, f graphql.CollectedField, r *snap
 		if r.State == nil || !w.payloads {
 			return false
 		}
-		w.b = jsonwire.AppendJSON(w.b, r.State)
+		// Decoded in a response's form (snapshot.Run.State).
+		w.b = append(w.b, r.State...)
 	case runCreatedAt:
 		w.b = scalar.AppendDateTime(w.b, r.CreatedAt)
 	case runStartedAt:
@@ -576,7 +578,7 @@ func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool 
 			if !w.payloads {
 				return false
 			}
-			w.b = jsonwire.AppendJSON(w.b, wt.Request)
+			w.b = appendJSONForm(w.b, wt.Request)
 		default:
 			return false
 		}
@@ -679,6 +681,15 @@ func (w *directWriter) pageInfo(sel ast.SelectionSet, p *snapshot.PageInfo) bool
 		}
 		return true
 	})
+}
+
+// appendJSONForm appends a JSON value kept in a response's form
+// (jsonwire.ResponseForm), null when there is none.
+func appendJSONForm(b []byte, raw json.RawMessage) []byte {
+	if raw == nil {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
 }
 
 func appendOptQuoted(b []byte, s *string) []byte {

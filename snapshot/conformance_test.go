@@ -430,6 +430,24 @@ func exerciseDerivedFields(t *testing.T, d store.Dialect) {
 			t.Fatalf("state %s flowName %q, want %s", run.State, run.FlowName, stored)
 		}
 	})
+
+	t.Run("a state or request a response would rewrite is kept as it writes them", func(t *testing.T) {
+		state := json.RawMessage("{ \"flowName\" : \"rewritten\",\n  \"note\": \"<b>&amp;</b> \u2028\" }")
+		f.create(t, engine.NewRun{ID: "spaced", FlowName: "rewritten", State: state})
+		f.do(t, func(tx *engine.Tx) error {
+			if err := tx.Start(ctx, "spaced", worker); err != nil {
+				return err
+			}
+			return tx.Wait(ctx, "spaced", engine.Waiting{Reason: "approval", Request: json.RawMessage(` [ "<x>" , {"y" : null} ] `)})
+		})
+		run := f.observed(t, "spaced")
+		if want := `{"flowName":"rewritten","note":"\u003cb\u003e\u0026amp;\u003c/b\u003e \u2028"}`; string(run.State) != want || run.FlowName != "rewritten" {
+			t.Fatalf("state %s flowName %q, want %s", run.State, run.FlowName, want)
+		}
+		if want := `["\u003cx\u003e",{"y":null}]`; run.Waiting == nil || string(run.Waiting.Request) != want {
+			t.Fatalf("waiting %+v, want the request %s", run.Waiting, want)
+		}
+	})
 }
 
 func errorsJoin(errs ...error) error {

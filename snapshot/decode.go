@@ -435,7 +435,7 @@ func (w *rawRun) decodeRun(d *decodeError, pos Position) *Run {
 			wt.TokenDigest = &digest
 		}
 		if w.waitingRequest != nil {
-			wt.Request = d.json("waiting_request", w.waitingRequest)
+			wt.Request = jsonwire.ResponseForm(d.json("waiting_request", w.waitingRequest))
 		}
 		run.Waiting = wt
 	}
@@ -484,7 +484,9 @@ func state(d *decodeError, v any) (json.RawMessage, string) {
 	if !ok || strings.TrimSpace(name) == "" {
 		d.fail("state_json's flowName is not a non-empty string")
 	}
-	return doc, name
+	// Kept as a response writes it (Run.State), once per row read rather
+	// than once per answer.
+	return jsonwire.ResponseForm(doc), name
 }
 
 // plainString says that quoted is a JSON string without escapes whose

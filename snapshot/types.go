@@ -27,10 +27,13 @@ type Snapshot interface {
 // (ARCHITECTURE.md, "The contract"). It never holds a waiting token, only
 // its digest.
 type Run struct {
-	ID          string
-	Revision    int64
-	Status      vocab.Status
-	FlowName    string
+	ID       string
+	Revision int64
+	Status   vocab.Status
+	FlowName string
+	// State is the column's JSON value as a response writes it: compact,
+	// with <, >, & and the line and paragraph separators escaped
+	// (jsonwire.ResponseForm), the column's own text when it is so already.
 	State       json.RawMessage
 	CreatedAt   Millis
 	StartedAt   *Millis
@@ -88,5 +91,6 @@ type Waiting struct {
 	Reason      string
 	WakeAt      *Millis
 	TokenDigest *string
-	Request     json.RawMessage
+	// Request is in a response's form, as Run.State is.
+	Request json.RawMessage
 }
