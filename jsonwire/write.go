@@ -4,8 +4,9 @@
 // (TopLevelValue), skipping values (SkipSpace, SkipValue), counting values
 // before decoding (CountValues), decoding plain variables (PlainObject),
 // reading one fixed layout (Layout); and writing strings and raw values
-// escaped as encoding/json escapes them (AppendQuoted, AppendJSON), so that
-// an answer written directly is the executor's byte for byte. Each reader
+// escaped as encoding/json escapes them (AppendQuoted, AppendJSON, and
+// ResponseForm for a value kept to be written again), so that an answer
+// written directly is the executor's byte for byte. Each reader
 // has a fuzz test holding it to encoding/json and a benchmark beside it
 // (docs/benchmarks.md#json-scanning).
 package jsonwire
