@@ -98,41 +98,13 @@ func append2(b []byte, n int) []byte {
 	return append(b, twoDigits[2*n], twoDigits[2*n+1])
 }
 
-// appendDateTimeOf is AppendDateTime by way of a time.Time, for the years
-// the civil arithmetic leaves: those after 9999.
+// appendDateTimeOf is AppendDateTime by way of the layout, for the years
+// the civil arithmetic leaves: those after 9999, which are rare enough
+// that parsing the layout each time costs nothing that shows.
 func appendDateTimeOf(b []byte, ms snapshot.Millis) []byte {
-	t := time.UnixMilli(int64(ms)).UTC()
-	year, month, day := t.Date()
-	hour, minute, sec := t.Clock()
 	b = append(b, '"')
-	b = appendDigits(b, year, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(month), 2)
-	b = append(b, '-')
-	b = appendDigits(b, day, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, hour, 2)
-	b = append(b, ':')
-	b = appendDigits(b, minute, 2)
-	b = append(b, ':')
-	b = appendDigits(b, sec, 2)
-	b = append(b, '.')
-	b = appendDigits(b, int(int64(ms)%1000), 3)
-	return append(b, 'Z', '"')
-}
-
-// appendDigits appends n ≥ 0 in at least width ≤ 4 digits, as the
-// layout's fields write it (a year after 9999 in all of its digits).
-func appendDigits(b []byte, n, width int) []byte {
-	if n >= 10000 {
-		return strconv.AppendInt(b, int64(n), 10)
-	}
-	var buf [4]byte
-	for i := width - 1; i >= 0; i-- {
-		buf[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return append(b, buf[:width]...)
+	b = time.UnixMilli(int64(ms)).UTC().AppendFormat(b, dateTimeLayout)
+	return append(b, '"')
 }
 
 // UnmarshalDateTime reads an RFC 3339 time with at most millisecond
