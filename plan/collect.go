@@ -27,10 +27,11 @@ var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 }()
 
 // docFields are one document's collected fields that no variable changes,
-// by selection set and type, and what the read-ahead found of them
-// (mayRead, readsParentsOnly).
+// by selection set and type, what the read-ahead found of them (mayRead,
+// readsParentsOnly) and how the direct answer writes them.
 type docFields struct {
 	m           sync.Map // selectionKey → []graphql.CollectedField
+	sets        sync.Map // selectionKey → *fieldSet
 	reads       sync.Map // selectionKey of a field's selection and type → bool
 	parentsOnly sync.Map // selectionKey of a field's selection and type → parentsOnlyRead
 }
@@ -79,24 +80,31 @@ func collectFields(oc *graphql.OperationContext, sel ast.SelectionSet, implement
 // collectFixed is collectFields, and says whether the fields are the same
 // for every request of the document (fixed).
 func collectFixed(oc *graphql.OperationContext, sel ast.SelectionSet, implementors []string) ([]graphql.CollectedField, bool) {
+	fields, d, _ := collectShared(oc, sel, implementors)
+	return fields, d != nil
+}
+
+// collectShared is collectFields, with the document's shared fields and
+// the set's key among them when the fields are fixed; d is nil otherwise.
+func collectShared(oc *graphql.OperationContext, sel ast.SelectionSet, implementors []string) (fields []graphql.CollectedField, d *docFields, key selectionKey) {
 	if len(implementors) == 0 {
-		return graphql.CollectFields(oc, sel, implementors), false
+		return graphql.CollectFields(oc, sel, implementors), nil, key
 	}
 	// A type's implementors start with the type itself: the first names
 	// the set.
-	d, key := sharedKey(oc, sel, implementors[0])
+	d, key = sharedKey(oc, sel, implementors[0])
 	if d == nil {
-		return graphql.CollectFields(oc, sel, implementors), false
+		return graphql.CollectFields(oc, sel, implementors), nil, key
 	}
 	if fields, ok := d.m.Load(key); ok {
-		return fields.([]graphql.CollectedField), true
+		return fields.([]graphql.CollectedField), d, key
 	}
-	fields := graphql.CollectFields(oc, sel, implementors)
+	fields = graphql.CollectFields(oc, sel, implementors)
 	if !fixed(oc.Doc, sel) {
-		return fields, false
+		return fields, nil, key
 	}
 	d.m.Store(key, fields)
-	return fields, true
+	return fields, d, key
 }
 
 // fixed reports whether the fields sel collects are the same whatever the

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -94,4 +95,43 @@ func TestWhatReadsBelowAPageIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
 		}
 	}
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.parentsOnly })
+}
+
+// TestWhatTheDirectAnswerWritesIsSharedOnlyWhereNoVariableDecides: the
+// fields the direct answer writes of a selection set, and their keys, are
+// kept for the document's later requests only where no directive decides
+// them; each request writes the fields of its own variables.
+func TestWhatTheDirectAnswerWritesIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
+	schema := loadSchema(t)
+	p := New(schema)
+	doc := gqlparser.MustLoadQuery(schema, `query($x: Boolean!) {
+		a: run(id: "a") { ... on Run { id status @include(if: $x) flowName } }
+		b: run(id: "b") { ... on Run { id status flowName createdAt } }
+	}`)
+	keys := func(x bool) map[string]string {
+		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
+		w := &directWriter{oc: oc, l: &loaders{p: p}}
+		out := map[string]string{}
+		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
+			set, ok := w.collect(f.Selections, "Run")
+			if !ok {
+				t.Fatalf("x=%v: %s's fields were not collected", x, f.Alias)
+			}
+			out[f.Alias] = strings.Join(set.keys, "")
+		}
+		return out
+	}
+	for _, x := range []bool{false, true, false, true} {
+		got := keys(x)
+		want := map[string]string{"a": `{"id":,"flowName":`, "b": `{"id":,"status":,"flowName":,"createdAt":`}
+		if x {
+			want["a"] = `{"id":,"status":,"flowName":`
+		}
+		for alias, w := range want {
+			if got[alias] != w {
+				t.Errorf("x=%v: %s writes %s, want %s", x, alias, got[alias], w)
+			}
+		}
+	}
+	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.sets })
 }

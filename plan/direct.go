@@ -179,12 +179,31 @@ func (w *directWriter) collect(sel ast.SelectionSet, typ string) (*fieldSet, boo
 	if set, ok := w.collectedMap[key]; ok {
 		return set, true
 	}
-	fields := collectFields(w.oc, sel, w.l.p.implementors[typ])
+	fields, d, dk := collectShared(w.oc, sel, w.l.p.implementors[typ])
+	if d != nil {
+		if set, ok := d.sets.Load(dk); ok {
+			w.keep(key, set.(*fieldSet))
+			return set.(*fieldSet), true
+		}
+	}
 	for _, f := range fields {
 		if f.IsDeferred() {
 			return nil, false
 		}
 	}
+	set := newFieldSet(fields, typ)
+	if d != nil {
+		// No variable decides the set: every request of the document
+		// writes it alike.
+		d.sets.Store(dk, set)
+	}
+	w.keep(key, set)
+	return set, true
+}
+
+// newFieldSet is the set of fields, collected on typ, that a writer
+// writes.
+func newFieldSet(fields []graphql.CollectedField, typ string) *fieldSet {
 	if hasRepeats(fields) {
 		// A field selected both on a union or interface and on one of its
 		// objects is collected twice; the executor writes the first.
@@ -214,6 +233,11 @@ func (w *directWriter) collect(sel ast.SelectionSet, typ string) (*fieldSet, boo
 			set.codes[i] = runFields[f.Name]
 		}
 	}
+	return set
+}
+
+// keep keeps set as the request's set of key.
+func (w *directWriter) keep(key collectedKey, set *fieldSet) {
 	switch {
 	case len(w.collected) < maxCollected:
 		w.collected = append(w.collected, collectedSet{key: key, set: set})
@@ -222,7 +246,6 @@ func (w *directWriter) collect(sel ast.SelectionSet, typ string) (*fieldSet, boo
 	default:
 		w.collectedMap[key] = set
 	}
-	return set, true
 }
 
 // hasRepeats reports whether two of fields share an alias. A selection is
