@@ -27,11 +27,12 @@ var sharedFields = func() *lru.Cache[*ast.QueryDocument, *docFields] {
 }()
 
 // docFields are one document's collected fields that no variable changes,
-// by selection set and type, what the read-ahead found of them (mayRead,
-// readsParentsOnly) and how the direct answer writes them.
+// by selection set and type, what the read-ahead found of them (walkSet,
+// mayRead, readsParentsOnly) and how the direct answer writes them.
 type docFields struct {
 	m           sync.Map // selectionKey → []graphql.CollectedField
 	sets        sync.Map // selectionKey → *fieldSet
+	walks       sync.Map // selectionKey → []walkField
 	reads       sync.Map // selectionKey of a field's selection and type → bool
 	parentsOnly sync.Map // selectionKey of a field's selection and type → parentsOnlyRead
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -134,4 +135,43 @@ func TestWhatTheDirectAnswerWritesIsSharedOnlyWhereNoVariableDecides(t *testing.
 		}
 	}
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.sets })
+}
+
+// TestWhatTheWalkActsOnIsSharedOnlyWhereNoVariableDecides: the fields of a
+// selection set the read-ahead walk acts on, and whether anything below
+// each may read, are kept for the document's later requests only where no
+// directive decides them, on the set or anywhere below its fields.
+func TestWhatTheWalkActsOnIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
+	schema := loadSchema(t)
+	p := New(schema)
+	doc := gqlparser.MustLoadQuery(schema, `query($x: Boolean!) {
+		a: run(id: "a") { ... on Run { id children(first: 1) @include(if: $x) { edges { cursor } } } }
+		b: run(id: "b") { ... on Run { id owner { hostId } children(first: 1) { edges { cursor } } } }
+		c: run(id: "c") { ... on Run { id cancellation { requestedAt } parent { ... on Run { id rounds(first: 1) @skip(if: $x) { edges { cursor } } } } } }
+	}`)
+	walks := func(x bool) map[string]string {
+		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
+		out := map[string]string{}
+		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
+			var acts []string
+			for _, wf := range p.walkSet(oc, f.Selections, "Run") {
+				acts = append(acts, fmt.Sprintf("%s:%v", wf.f.Name, wf.reads))
+			}
+			out[f.Alias] = strings.Join(acts, " ")
+		}
+		return out
+	}
+	for _, x := range []bool{false, true, false, true} {
+		got := walks(x)
+		want := map[string]string{"a": "", "b": "children:false", "c": "parent:true"}
+		if x {
+			want["a"], want["c"] = "children:false", "parent:false"
+		}
+		for alias, w := range want {
+			if got[alias] != w {
+				t.Errorf("x=%v: the walk acts on %s's %q, want %q", x, alias, got[alias], w)
+			}
+		}
+	}
+	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.walks })
 }

@@ -493,25 +493,24 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 		below := false
 		for _, lv := range todo {
 			for _, g := range byType(lv.objs) {
-				name, objs := g.name, g.objs
-				for _, f := range collectFields(oc, lv.sel, l.p.implementors[name]) {
-					key := name + "." + f.Name
-					if bf, ok := batchFields[key]; ok {
+				objs := g.objs
+				for _, wf := range l.p.walkSet(oc, lv.sel, g.name) {
+					f := wf.f
+					switch {
+					case wf.want != nil:
 						a := l.argsOf(f, oc)
-						values := bf.want(l, objs, a)
+						values := wf.want(l, objs, a)
 						complete = complete && !a.bad
-						below = below || l.p.mayRead(oc, f)
+						below = below || wf.reads
 						wanted = append(wanted, func(ctx context.Context) level { return level{sel: f.Selections, objs: values(ctx)} })
-					} else if through, ok := throughFields[key]; ok {
+					case wf.through != nil:
 						var next []any
 						for _, o := range objs {
-							next = append(next, through(o)...)
+							next = append(next, wf.through(o)...)
 						}
 						wanted = append(wanted, func(context.Context) level { return level{sel: f.Selections, objs: next} })
-						below = below || l.p.mayRead(oc, f)
-					} else if name == "Query" && !strings.HasPrefix(f.Name, "__") || l.p.mayRead(oc, f) {
-						// A root field that reads by itself, or a field the
-						// walk does not follow with reads below it.
+						below = below || wf.reads
+					default:
 						complete = false
 					}
 				}
@@ -527,6 +526,49 @@ func (l *loaders) walkFrom(ctx context.Context, oc *graphql.OperationContext, st
 			todo = append(todo, w(ctx))
 		}
 	}
+}
+
+// walkField is a field the read-ahead walk acts on: one it follows (a
+// batched field, whose loader it tells its keys, or one it passes
+// through), or one that keeps the walk from being complete (a root field
+// that reads by itself, or a field it does not follow with reads below
+// it). reads says whether anything below the field may read (mayRead).
+type walkField struct {
+	f       graphql.CollectedField
+	want    func(l *loaders, objs []any, a *args) func(ctx context.Context) []any
+	through func(obj any) []any
+	reads   bool
+}
+
+// walkSet returns the fields of sel on the type name that the walk acts
+// on, in the order they are collected; the fields it passes over (those
+// that read nothing, most of a run's) are left out. A set no variable
+// decides, nor what reads below its fields, is found once per document.
+func (p *Planner) walkSet(oc *graphql.OperationContext, sel ast.SelectionSet, name string) []walkField {
+	fields, d, key := collectShared(oc, sel, p.implementors[name])
+	if d != nil {
+		if set, ok := d.walks.Load(key); ok {
+			return set.([]walkField)
+		}
+	}
+	fixed := d != nil
+	var set []walkField
+	for _, f := range fields {
+		reads, fx := p.mayReadFixed(oc, f)
+		fixed = fixed && fx
+		field := name + "." + f.Name
+		if bf, ok := batchFields[field]; ok {
+			set = append(set, walkField{f: f, want: bf.want, reads: reads})
+		} else if through, ok := throughFields[field]; ok {
+			set = append(set, walkField{f: f, through: through, reads: reads})
+		} else if name == "Query" && !strings.HasPrefix(f.Name, "__") || reads {
+			set = append(set, walkField{f: f, reads: reads})
+		}
+	}
+	if fixed {
+		d.walks.Store(key, set)
+	}
+	return set
 }
 
 // mayRead reports whether anything f selects may read: a batched field
