@@ -268,8 +268,10 @@ q(id) AS (SELECT a.id FROM a
 // id, in a scalar subquery: joined with flows_runs instead, SQLite scans
 // an index of the table (or builds a Bloom filter over it) for a batch of
 // a hundred runs, tenfold the statement's cost.
-// DISTINCT inside the derived table keeps SQLite from copying the
-// subquery into every use of x.id, which looked each parent up thrice.
+// SQLite pushes the outer WHERE down into the derived table, DISTINCT or
+// not, so that its plan holds the subquery once per use of x.id; served
+// beside a form that holds it once (x a MATERIALIZED common table
+// expression), the statement cost the same.
 func parentsOf(t, where string) string {
 	return `SELECT x.id FROM (SELECT DISTINCT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = ` + t + `.id) AS id
 		FROM ` + t + ` WHERE ` + where + `) AS x
