@@ -139,8 +139,12 @@ func directListsAsTheExecutorForAPrincipal(t *testing.T, d store.Dialect) {
 		{"a waiting request without the payload permission", metadata,
 			`{ listRuns(filter: {flowName: "ops"}) { nodes { ... on Run { id waiting { request } } } } }`, nil, false},
 		{"a change's state without the payload permission", metadata, `{ changes(since: 0) { changes { run { ... on Run { id state } } } } }`, nil, false},
-		{"payloads with the permission", payloads,
-			`{ listRuns { nodes { ... on Run { id state waiting { request } } } } changes(since: 0) { changes { run { ... on Run { state } } } } }`, nil, true},
+		// One root field a case: the executor resolves root fields at
+		// once, and a list page read before the feed primes the runs the
+		// feed would read, so two together cost one statement more or
+		// less as the scheduler picks.
+		{"payloads with the permission", payloads, `{ listRuns { nodes { ... on Run { id state waiting { request } } } } }`, nil, true},
+		{"a change's payloads with the permission", payloads, `{ changes(since: 0) { changes { run { ... on Run { state } } } } }`, nil, true},
 		{"a cursor of another principal's list", payloads, `query($c: String) { listRuns(first: 2, after: $c) { edges { cursor } } }`,
 			map[string]any{"c": cursor}, false},
 	}
