@@ -24,23 +24,9 @@ func TestWhatVariablesDecideIsNeverShared(t *testing.T) {
 		c: run(id: "c") { ...F }
 	}
 	fragment F on Run { id rounds(first: 1) @skip(if: $x) { edges { cursor } } }`)
-	reads := func(x bool) map[string]bool {
-		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
-		out := map[string]bool{}
-		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
-			out[f.Alias] = p.mayRead(oc, f)
-		}
-		return out
-	}
-	for _, x := range []bool{false, true, false, true} {
-		got := reads(x)
-		want := map[string]bool{"a": x, "b": true, "c": !x}
-		for alias, w := range want {
-			if got[alias] != w {
-				t.Errorf("x=%v: %s may read %v, want %v", x, alias, got[alias], w)
-			}
-		}
-	}
+	alternately(t, doc, "may read", p.mayRead, func(x bool) map[string]bool {
+		return map[string]bool{"a": x, "b": true, "c": !x}
+	})
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.reads })
 }
 
@@ -65,6 +51,26 @@ func keptOnlyFixed(t *testing.T, doc *ast.QueryDocument, table func(d *docFields
 	}
 }
 
+// alternately asks answer of each root field of doc, whose variable x is
+// false, true, false and true in turn (a request each), and checks that
+// each alias answers what want(x) says; what names the answer in errors.
+func alternately[V comparable](t *testing.T, doc *ast.QueryDocument, what string,
+	answer func(oc *graphql.OperationContext, f graphql.CollectedField) V, want func(x bool) map[string]V) {
+	t.Helper()
+	for _, x := range []bool{false, true, false, true} {
+		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
+		got := map[string]V{}
+		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
+			got[f.Alias] = answer(oc, f)
+		}
+		for alias, w := range want(x) {
+			if got[alias] != w {
+				t.Errorf("x=%v: %s %s %+v, want %+v", x, alias, what, got[alias], w)
+			}
+		}
+	}
+}
+
 // TestWhatReadsBelowAPageIsSharedOnlyWhereNoVariableDecides: whether a
 // list page reads nothing below it but its runs' parents is kept for the
 // document's later requests only where no directive decides it.
@@ -77,24 +83,12 @@ func TestWhatReadsBelowAPageIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
 		c: listRuns { nodes { ... on Run { id parent @skip(if: $x) { ... on Run { id } } } } }
 	}`)
 	type only struct{ parents, ok bool }
-	reads := func(x bool) map[string]only {
-		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
-		out := map[string]only{}
-		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
-			parents, ok := p.readsParentsOnly(oc, f)
-			out[f.Alias] = only{parents, ok}
-		}
-		return out
-	}
-	for _, x := range []bool{false, true, false, true} {
-		got := reads(x)
-		want := map[string]only{"a": {!x, !x}, "b": {true, true}, "c": {!x, true}}
-		for alias, w := range want {
-			if got[alias] != w {
-				t.Errorf("x=%v: %s reads only parents: %+v, want %+v", x, alias, got[alias], w)
-			}
-		}
-	}
+	alternately(t, doc, "reads only parents", func(oc *graphql.OperationContext, f graphql.CollectedField) only {
+		parents, ok := p.readsParentsOnly(oc, f)
+		return only{parents, ok}
+	}, func(x bool) map[string]only {
+		return map[string]only{"a": {!x, !x}, "b": {true, true}, "c": {!x, true}}
+	})
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.parentsOnly })
 }
 
@@ -109,31 +103,20 @@ func TestWhatTheDirectAnswerWritesIsSharedOnlyWhereNoVariableDecides(t *testing.
 		a: run(id: "a") { ... on Run { id status @include(if: $x) flowName } }
 		b: run(id: "b") { ... on Run { id status flowName createdAt } }
 	}`)
-	keys := func(x bool) map[string]string {
-		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
+	alternately(t, doc, "writes", func(oc *graphql.OperationContext, f graphql.CollectedField) string {
 		w := &directWriter{oc: oc, l: &loaders{p: p}}
-		out := map[string]string{}
-		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
-			set, ok := w.collect(f.Selections, "Run")
-			if !ok {
-				t.Fatalf("x=%v: %s's fields were not collected", x, f.Alias)
-			}
-			out[f.Alias] = strings.Join(set.keys, "")
+		set, ok := w.collect(f.Selections, "Run")
+		if !ok {
+			t.Fatalf("%s's fields were not collected", f.Alias)
 		}
-		return out
-	}
-	for _, x := range []bool{false, true, false, true} {
-		got := keys(x)
+		return strings.Join(set.keys, "")
+	}, func(x bool) map[string]string {
 		want := map[string]string{"a": `{"id":,"flowName":`, "b": `{"id":,"status":,"flowName":,"createdAt":`}
 		if x {
 			want["a"] = `{"id":,"status":,"flowName":`
 		}
-		for alias, w := range want {
-			if got[alias] != w {
-				t.Errorf("x=%v: %s writes %s, want %s", x, alias, got[alias], w)
-			}
-		}
-	}
+		return want
+	})
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.sets })
 }
 
@@ -149,29 +132,18 @@ func TestWhatTheWalkActsOnIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
 		b: run(id: "b") { ... on Run { id owner { hostId } children(first: 1) { edges { cursor } } } }
 		c: run(id: "c") { ... on Run { id cancellation { requestedAt } parent { ... on Run { id rounds(first: 1) @skip(if: $x) { edges { cursor } } } } } }
 	}`)
-	walks := func(x bool) map[string]string {
-		oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{"x": x}}
-		out := map[string]string{}
-		for _, f := range collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"}) {
-			var acts []string
-			for _, wf := range p.walkSet(oc, f.Selections, "Run") {
-				acts = append(acts, fmt.Sprintf("%s:%v", wf.f.Name, wf.reads))
-			}
-			out[f.Alias] = strings.Join(acts, " ")
+	alternately(t, doc, "has the walk act on", func(oc *graphql.OperationContext, f graphql.CollectedField) string {
+		var acts []string
+		for _, wf := range p.walkSet(oc, f.Selections, "Run") {
+			acts = append(acts, fmt.Sprintf("%s:%v", wf.f.Name, wf.reads))
 		}
-		return out
-	}
-	for _, x := range []bool{false, true, false, true} {
-		got := walks(x)
+		return strings.Join(acts, " ")
+	}, func(x bool) map[string]string {
 		want := map[string]string{"a": "", "b": "children:false", "c": "parent:true"}
 		if x {
 			want["a"], want["c"] = "children:false", "parent:false"
 		}
-		for alias, w := range want {
-			if got[alias] != w {
-				t.Errorf("x=%v: the walk acts on %s's %q, want %q", x, alias, got[alias], w)
-			}
-		}
-	}
+		return want
+	})
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.walks })
 }
