@@ -123,6 +123,23 @@ func ScopedListSQL(d store.Dialect, req ListRequest, s access.Scope) (string, []
 	return runsIn(d, listStatement(l.keyset(req.Order.key(), nil, size+1))), l.args
 }
 
+// RunsAndParentsSQL returns the statement and arguments RunsAndParents
+// reads a few ids and their parents with.
+func RunsAndParentsSQL(d store.Dialect, ids []string) (string, []any) {
+	return selectRunsAndParents(d), []any{d.TextListArg(ids)}
+}
+
+// DashboardSQL returns the statement and arguments that read a run, its
+// children and its rounds (pages of 10), and the parents of them all, as
+// RunsPagesAndParents does for a dashboard.
+func DashboardSQL(d store.Dialect, anchor string) (string, []any) {
+	wants := []pageWant{
+		{req: 0, l: runLists[cursor.Children], key: anchor, after: cursor.Cursor{Ordinal: -1}, size: 10},
+		{req: 1, l: roundsOfAnchor, key: anchor, after: cursor.Cursor{Ordinal: -1}, size: 10},
+	}
+	return pagesSQL(d, runPages, wants, []string{anchor}, Parents{OfRuns: true, OfPages: true}.of())
+}
+
 // RunsSQL returns the statement and arguments Runs reads ids with.
 func RunsSQL(d store.Dialect, ids []string) (string, []any) {
 	return selectRuns(d), []any{d.TextListArg(ids)}

@@ -18,14 +18,8 @@ import (
 // store.Dialect.Bound) or not.
 func TestPagePlansOnAnAnalysedSQLiteStore(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, store.SQLite)
+	f := analysedSQLiteStore(t)
 	ctx := context.Background()
-	if _, err := engine.Seed(ctx, f.db, engine.SeedOptions{Runs: 300, Seed: 21}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.db.Write(ctx, func(tx store.Tx) error { _, err := tx.Exec(ctx, "ANALYZE"); return err }); err != nil {
-		t.Fatal(err)
-	}
 	var samples int
 	if err := f.db.Write(ctx, func(tx store.Tx) error {
 		return tx.QueryRow(ctx, `SELECT count(*) FROM sqlite_stat4`).Scan(&samples)
@@ -55,4 +49,48 @@ func TestPagePlansOnAnAnalysedSQLiteStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParentLookupsSeekEachRunOnSQLite reads the plans of the statements
+// that read runs with their parents on an analysed SQLite store: each
+// parent must be looked up by its run's id, once, and no table or index of
+// the runs scanned, which joined freely SQLite did for a batch of runs.
+func TestParentLookupsSeekEachRunOnSQLite(t *testing.T) {
+	t.Parallel()
+	f := analysedSQLiteStore(t)
+	const lookup = "SEARCH p USING INDEX sqlite_autoindex_flows_runs_1 (run_id=?)"
+	runs, runArgs := snapshot.RunsAndParentsSQL(store.SQLite, []string{"run-0000001", "run-0000002", "run-0000003"})
+	dashboard, dashboardArgs := snapshot.DashboardSQL(store.SQLite, "run-0000001")
+	for name, s := range map[string]struct {
+		sql  string
+		args []any
+	}{"runs and parents": {runs, runArgs}, "dashboard": {dashboard, dashboardArgs}} {
+		t.Run(name, func(t *testing.T) {
+			plan := explain(t, f, s.sql, s.args)
+			if n := strings.Count(plan, lookup); n != 1 {
+				t.Errorf("the plan looks parents up %d times, not once by id (%q)\n%s\nplan:\n%s", n, lookup, s.sql, plan)
+			}
+			for _, line := range strings.Split(plan, "\n") {
+				if strings.Contains(line, "SCAN flows_runs") || strings.Contains(line, "SCAN p ") || strings.HasSuffix(line, "SCAN p") ||
+					strings.Contains(line, "BLOOM FILTER ON p") {
+					t.Errorf("the plan scans the runs: %q\n%s\nplan:\n%s", line, s.sql, plan)
+				}
+			}
+		})
+	}
+}
+
+// analysedSQLiteStore is a seeded SQLite store that has been analysed, as
+// the plan tests read it.
+func analysedSQLiteStore(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, store.SQLite)
+	ctx := context.Background()
+	if _, err := engine.Seed(ctx, f.db, engine.SeedOptions{Runs: 300, Seed: 21}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.Write(ctx, func(tx store.Tx) error { _, err := tx.Exec(ctx, "ANALYZE"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

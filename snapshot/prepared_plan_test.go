@@ -201,6 +201,13 @@ func preparedStatements(t *testing.T, ctx context.Context, tx pgx.Tx, large bool
 	add("flows", sql, args, 0)
 	sql, args = snapshot.RunsSQL(store.Postgres, []string{lastID, parent, lineage})
 	add("runs", sql, args, 0)
+	sql, args = snapshot.RunsAndParentsSQL(store.Postgres, []string{lastID, parent, lineage})
+	// Three runs and at most as many parents.
+	add("runs-and-parents", sql, args, 6)
+	// A run with its children, its rounds and the parents of them all:
+	// the dashboard's statement, two pages of 11 rows and the run.
+	sql, args = snapshot.DashboardSQL(store.Postgres, parent)
+	add("dashboard", sql, args, 23)
 	for kind, key := range map[cursor.Kind]string{cursor.Children: parent, cursor.Rounds: lineage,
 		"rounds-of-anchor": lineage, cursor.Steps: stepRun, cursor.InboundEvents: stepRun, cursor.Events: eventRun} {
 		// PageSQL reads pages of 10.

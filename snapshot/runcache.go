@@ -265,17 +265,17 @@ q(id) AS (SELECT a.id FROM a
 // parentsOf selects the parents (execution_parent_id) of the runs whose
 // ids are those of table t's rows that where holds for, each once,
 // leaving out those among t's ids. Each parent is looked up by its run's
-// id, in a scalar subquery: joined with flows_runs instead, SQLite scans
-// an index of the table (or builds a Bloom filter over it) for a batch of
-// a hundred runs, tenfold the statement's cost.
-// SQLite pushes the outer WHERE down into the derived table, DISTINCT or
-// not, so that its plan holds the subquery once per use of x.id; served
-// beside a form that holds it once (x a MATERIALIZED common table
-// expression), the statement cost the same.
+// id, t's rows joined with flows_runs in that order: SQLite keeps the
+// order of a CROSS JOIN, and joined freely it scans an index of the table
+// (or builds a Bloom filter over it) for a batch of a hundred runs, tenfold
+// the statement's cost; PostgreSQL reads a CROSS JOIN whose condition is in
+// WHERE as any join. The lookup is made once per run: as a scalar subquery
+// in a derived table, both dialects pushed the outer WHERE down and made it
+// two or three times.
 func parentsOf(t, where string) string {
-	return `SELECT x.id FROM (SELECT DISTINCT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = ` + t + `.id) AS id
-		FROM ` + t + ` WHERE ` + where + `) AS x
-	WHERE x.id IS NOT NULL AND x.id NOT IN (SELECT ` + t + `.id FROM ` + t + `)`
+	return `SELECT DISTINCT p.execution_parent_id AS id FROM ` + t + ` CROSS JOIN flows_runs p
+	WHERE p.run_id = ` + t + `.id AND ` + where + ` AND p.execution_parent_id IS NOT NULL
+	  AND p.execution_parent_id NOT IN (SELECT ` + t + `.id FROM ` + t + `)`
 }
 
 // fromRevision answers id from its change row raw (selectRevisions's),

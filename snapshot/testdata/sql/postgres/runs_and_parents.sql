@@ -1,9 +1,9 @@
 WITH a(id) AS (SELECT unnest($1::text[]) AS id),
 q(id) AS (SELECT a.id FROM a
 	UNION ALL
-	SELECT x.id FROM (SELECT DISTINCT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = a.id) AS id
-		FROM a WHERE TRUE) AS x
-	WHERE x.id IS NOT NULL AND x.id NOT IN (SELECT a.id FROM a))
+	SELECT DISTINCT p.execution_parent_id AS id FROM a CROSS JOIN flows_runs p
+	WHERE p.run_id = a.id AND TRUE AND p.execution_parent_id IS NOT NULL
+	  AND p.execution_parent_id NOT IN (SELECT a.id FROM a))
 SELECT q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT NULL THEN 1 END, r.status,
 	r.created_at_ms, r.started_at_ms, r.finished_at_ms,
 	r.owner_host_id, r.owner_pid, r.owner_nonce, r.heartbeat_at_ms,

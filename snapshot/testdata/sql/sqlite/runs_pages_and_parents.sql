@@ -20,9 +20,9 @@ SELECT q.w, q.ord, q.id, q.id, c.revision, c.deleted, CASE WHEN r.run_id IS NOT 
 		(SELECT e.parent_id FROM flows_run_parents e WHERE e.child_id = q.id ORDER BY e.seq, e.parent_id LIMIT 1) END
 FROM (SELECT u.w, u.ord, u.id FROM u
 	UNION ALL
-	SELECT -2, 0, pu.id FROM (SELECT x.id FROM (SELECT DISTINCT (SELECT p.execution_parent_id FROM flows_runs p WHERE p.run_id = u.id) AS id
-		FROM u WHERE u.w >= -1) AS x
-	WHERE x.id IS NOT NULL AND x.id NOT IN (SELECT u.id FROM u)) AS pu) AS q
+	SELECT -2, 0, pu.id FROM (SELECT DISTINCT p.execution_parent_id AS id FROM u CROSS JOIN flows_runs p
+	WHERE p.run_id = u.id AND u.w >= -1 AND p.execution_parent_id IS NOT NULL
+	  AND p.execution_parent_id NOT IN (SELECT u.id FROM u)) AS pu) AS q
 LEFT JOIN flows_run_changes c ON c.run_id = q.id
 LEFT JOIN flows_runs r ON r.run_id = q.id
 ORDER BY q.w, q.ord, q.id
