@@ -3,6 +3,7 @@ package jsonwire
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // Unquote returns the string a JSON string literal raw holds, as
@@ -18,17 +19,23 @@ func Unquote(raw []byte) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(body))
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case c == '\\':
-		case c < 0x20 || c >= 0x80 || c == '"':
-			// A control character or a quote is no string; a byte past
-			// ASCII may be invalid UTF-8, which encoding/json replaces:
-			// both are its to judge.
+		// The bytes up to the next escape go in at once.
+		start := i
+		for i < len(body) && plainByte[body[i]] {
+			i++
+		}
+		if !utf8.Valid(body[start:i]) {
+			// Invalid UTF-8 encoding/json replaces: its to judge.
 			return slowUnquote(raw)
-		default:
-			b.WriteByte(c)
-			continue
+		}
+		b.Write(body[start:i])
+		if i == len(body) {
+			break
+		}
+		if body[i] != '\\' {
+			// A control character or a quote is no string: encoding/json
+			// says why.
+			return slowUnquote(raw)
 		}
 		if i+1 >= len(body) {
 			return "", false

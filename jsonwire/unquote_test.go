@@ -2,13 +2,14 @@ package jsonwire
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
 var unquoteSeeds = []string{
 	`""`, `"query { run(id: \"a\") { id } }"`, `"a\nb\tc\r\\d\/e\bf\fg"`, `"\u0041\u00e9\u2028"`,
 	`"\ud83d\ude00"`, `"\ud800"`, `"\udc00x"`, `"é"`, "\"\xff\"", `"\x"`, `"\u12"`, `"a"b"`, `"a`, `a"`,
-	"\"\t\"", `"\`, `"\"`, `"\u004G"`, `12`, `null`,
+	"\"\t\"", `"\`, `"\"`, `"\u004G"`, `12`, `null`, `"a\né\tb"`, "\"a\\n\xffb\"", "\"a\xed\xa0\x80\\t\"",
 }
 
 // TestUnquoteAgreesWithEncodingJSON holds Unquote to json.Unmarshal into a
@@ -35,5 +36,24 @@ func unquoteAgrees(t *testing.T, raw []byte) {
 	got, ok := Unquote(raw)
 	if ok != (err == nil && literal) || ok && got != want {
 		t.Errorf("%q: Unquote says %q, %v; encoding/json %q, %v", raw, got, ok, want, err)
+	}
+}
+
+// BenchmarkUnquote unquotes a query as clients send it, its lines broken
+// and indented: escapes every few dozen bytes.
+func BenchmarkUnquote(b *testing.B) {
+	var query strings.Builder
+	for range 40 {
+		query.WriteString("\t\t... on Run { __typename id revision status flowName state createdAt }\n")
+	}
+	raw, err := json.Marshal(query.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, ok := Unquote(raw); !ok {
+			b.Fatal("not unquoted")
+		}
 	}
 }
