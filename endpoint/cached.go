@@ -113,7 +113,7 @@ func (e *endpoint) answerCached(w http.ResponseWriter, r *http.Request, params c
 // document is in the query cache, its operation a query, its variables
 // coerce and its extensions ask for no persisted query; nil otherwise.
 func (e *endpoint) cachedOperation(r *http.Request, params cachedParams) *graphql.OperationContext {
-	query, ok := queryText(params.query)
+	query, ok := e.texts.text(params.query)
 	if !ok || query == "" {
 		return nil
 	}

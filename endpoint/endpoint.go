@@ -37,6 +37,7 @@ type endpoint struct {
 	opts    Options
 	pool    *parsePool
 	guard   documentGuard
+	texts   *queryTexts
 	limiter *logLimiter
 	// shape, cached and recover serve queries whose document is cached
 	// (answerCached).
@@ -275,7 +276,7 @@ const answered = -1
 
 // prescanBody prescans the query of a body, unless it is in the cache.
 func (e *endpoint) prescanBody(ctx context.Context, raw json.RawMessage) *gqlerror.Error {
-	query, ok := queryText(raw)
+	query, ok := e.texts.text(raw)
 	if !ok || query == "" {
 		return nil
 	}

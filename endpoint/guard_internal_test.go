@@ -3,8 +3,10 @@ package endpoint
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -80,5 +82,51 @@ func TestQueryTextReadsEscapedAndPlainStringsAlike(t *testing.T) {
 	}
 	if _, ok := queryText(json.RawMessage(`"\x"`)); ok {
 		t.Error(`queryText accepted the bad escape "\x"`)
+	}
+}
+
+// TestRememberedQueryTextsAreTheirQueries checks queryTexts against
+// queryText: a query sent again is answered from its place, the same text;
+// one whose place another took, or too long to keep, is unquoted again; and
+// a bad literal is refused every time.
+func TestRememberedQueryTextsAreTheirQueries(t *testing.T) {
+	c := newQueryTexts()
+	var raws []json.RawMessage
+	for i := range 4 * queryTextSlots {
+		raw, err := json.Marshal(fmt.Sprintf("{\n\trun(id: \"r%d\") { id }\n}", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	long, err := json.Marshal("{\n" + strings.Repeat("\tposition { revision }\n", maxRememberedQuery/20) + "}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws = append(raws, long)
+	for round := range 2 {
+		for _, raw := range raws {
+			want, _ := queryText(raw)
+			got, ok := c.text(raw)
+			if !ok || got != want {
+				t.Fatalf("round %d: text(%s) = %q, %v; want %q", round, raw, got, ok, want)
+			}
+		}
+	}
+	last := raws[len(raws)-2]
+	first, _ := c.text(last)
+	again, _ := c.text(last)
+	if unsafe.StringData(first) != unsafe.StringData(again) {
+		t.Error("a query sent again was unquoted again")
+	}
+	first, _ = c.text(long)
+	again, _ = c.text(long)
+	if unsafe.StringData(first) == unsafe.StringData(again) {
+		t.Error("a query longer than maxRememberedQuery was kept")
+	}
+	for range 2 {
+		if _, ok := c.text(json.RawMessage(`"\x"`)); ok {
+			t.Error(`text accepted the bad escape "\x"`)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func NewHandler(reader *snapshot.Reader, opts Options) http.Handler {
 		record.Of(ctx).Answered()
 		return resp
 	})
-	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, planner: planner, opts: opts, pool: pool, guard: guard, limiter: newLogLimiter(10),
+	return liftDeadlines(&endpoint{next: withMinRevisionHeader(srv), reader: reader, planner: planner, opts: opts, pool: pool, guard: guard, texts: newQueryTexts(), limiter: newLogLimiter(10),
 		shape: shape, cached: newCachedExecutor(es, opts), recover: graph.Recoverer(opts.Logger)})
 }
 
