@@ -147,3 +147,49 @@ func TestWhatTheWalkActsOnIsSharedOnlyWhereNoVariableDecides(t *testing.T) {
 	})
 	keptOnlyFixed(t, doc, func(d *docFields) *sync.Map { return &d.walks })
 }
+
+// TestAWriterFindsEachOfManySelectionSets: a writer keeps the sets it has
+// collected in a table and, past maxCollected, in a map; each set, on each
+// type, is found again as it was kept, whichever holds it.
+func TestAWriterFindsEachOfManySelectionSets(t *testing.T) {
+	schema := loadSchema(t)
+	p := New(schema)
+	var q strings.Builder
+	q.WriteString("{\n")
+	const n = 2 * maxCollected
+	for i := range n {
+		fmt.Fprintf(&q, "r%d: run(id: \"r%d\") { ... on Run { run%d: id } ... on MissingRun { missing%d: id } }\n", i, i, i, i)
+	}
+	q.WriteString("}")
+	doc := gqlparser.MustLoadQuery(schema, q.String())
+	oc := &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0], Variables: map[string]any{}}
+	w := &directWriter{oc: oc, l: &loaders{p: p}}
+	roots := collectFields(oc, doc.Operations[0].SelectionSet, []string{"Query"})
+	kept := map[string]*fieldSet{}
+	for round := range 2 {
+		for i, f := range roots {
+			for _, typ := range []string{"Run", "MissingRun"} {
+				set, ok := w.collect(f.Selections, typ)
+				if !ok {
+					t.Fatalf("%s's fields on %s were not collected", f.Alias, typ)
+				}
+				want := fmt.Sprintf(`{"run%d":`, i)
+				if typ == "MissingRun" {
+					want = fmt.Sprintf(`{"missing%d":`, i)
+				}
+				if got := strings.Join(set.keys, ""); got != want {
+					t.Fatalf("round %d: %s on %s writes %s, want %s", round, f.Alias, typ, got, want)
+				}
+				key := f.Alias + " " + typ
+				if round == 0 {
+					kept[key] = set
+				} else if kept[key] != set {
+					t.Errorf("%s on %s was collected again, not found", f.Alias, typ)
+				}
+			}
+		}
+	}
+	if w.nCollected != maxCollected || len(w.collectedMap) != 2*n-maxCollected {
+		t.Errorf("the table holds %d sets and the map %d; want %d and %d", w.nCollected, len(w.collectedMap), maxCollected, 2*n-maxCollected)
+	}
+}

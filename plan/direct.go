@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"unsafe"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -113,23 +114,37 @@ type directWriter struct {
 	// errors (docs/contract.md#payloads).
 	payloads bool
 	// collected memoises the fields of a selection set on a type: every
-	// element of a list shares its selection. An operation has a handful
-	// of sets, which a slice finds without hashing a key per element;
-	// beyond maxCollected, collectedMap holds the rest.
-	collected    []collectedSet
+	// element of a list shares its selection. An every-field run has a
+	// dozen sets below it, and a page of such runs twice as many; they are
+	// found by the address of their first selection, in a table of
+	// collectedSlots places, open addressed, that holds up to maxCollected;
+	// collectedMap holds the rest.
+	collected    [collectedSlots]collectedSet
+	nCollected   int
 	collectedMap map[collectedKey]*fieldSet
 	// parentID and parent are the parent last written (Run.parent).
 	parentID string
 	parent   snapshot.Snapshot
 }
 
-// maxCollected is how many selection sets the writer looks up in a slice
-// before it keeps them in a map.
-const maxCollected = 16
+// collectedSlots is the size of a writer's table of selection sets, and
+// maxCollected how many it holds before it keeps the rest in a map: a
+// table three quarters full still finds most sets in a probe or two.
+const (
+	collectedSlots = 64
+	maxCollected   = 48
+)
 
 type collectedSet struct {
 	key collectedKey
 	set *fieldSet
+}
+
+// slot is where the table looks for key first: its selection's address,
+// whose lowest bits an interface's alignment leaves the same, mixed.
+func (k collectedKey) slot() int {
+	p := uintptr(unsafe.Pointer(k.first))
+	return int((p>>4 ^ p>>10) % collectedSlots)
 }
 
 // fieldSet is a selection set's fields on one type, made once per
@@ -171,7 +186,7 @@ func (w *directWriter) collect(sel ast.SelectionSet, typ string) (*fieldSet, boo
 		return nil, false
 	}
 	key := collectedKey{first: &sel[0], n: len(sel), typ: typ}
-	for i := range w.collected {
+	for i := key.slot(); w.collected[i].set != nil; i = (i + 1) % collectedSlots {
 		if w.collected[i].key == key {
 			return w.collected[i].set, true
 		}
@@ -239,8 +254,13 @@ func newFieldSet(fields []graphql.CollectedField, typ string) *fieldSet {
 // keep keeps set as the request's set of key.
 func (w *directWriter) keep(key collectedKey, set *fieldSet) {
 	switch {
-	case len(w.collected) < maxCollected:
-		w.collected = append(w.collected, collectedSet{key: key, set: set})
+	case w.nCollected < maxCollected:
+		i := key.slot()
+		for w.collected[i].set != nil {
+			i = (i + 1) % collectedSlots
+		}
+		w.collected[i] = collectedSet{key: key, set: set}
+		w.nCollected++
 	case w.collectedMap == nil:
 		w.collectedMap = map[collectedKey]*fieldSet{key: set}
 	default:
