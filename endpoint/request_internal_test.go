@@ -100,3 +100,22 @@ func BenchmarkRequestMembers(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRequestShape checks the body of a long query as clients send
+// it, lines broken and indented, each escape a few dozen bytes apart.
+func BenchmarkRequestShape(b *testing.B) {
+	var q strings.Builder
+	for range 40 {
+		q.WriteString("\t\t... on Run { __typename id revision status flowName state createdAt }\n")
+	}
+	body, err := json.Marshal(map[string]any{"query": q.String(), "variables": map[string]any{"id": "run-0000001"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, msg := requestShape(body, 1<<20, 1000); msg != "" {
+			b.Fatal(msg)
+		}
+	}
+}

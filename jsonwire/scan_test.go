@@ -61,3 +61,33 @@ func checkTopLevel(t *testing.T, doc []byte) {
 		t.Errorf("%s: got (%s, %v, %v), encoding/json (%s, %v, %v)", doc, val, found, object, wantVal, wantFound, wantObject)
 	}
 }
+
+// countValuesByteByByte is CountValues as it read every byte of a string,
+// skipping the one after each backslash: what the quick skip of strings
+// must count alike, on any input.
+func countValuesByteByByte(b []byte) int {
+	n, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == ',' || c == '[' || c == '{':
+			n++
+		}
+	}
+	return n
+}
+
+func FuzzCountValues(f *testing.F) {
+	for _, doc := range append(stateSeeds, `"\\"`, `"\\\"",[`, `{"a":"\\\\\"]"}`, `"unclosed,[`, `\"`, `"a\`) {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if got, want := CountValues(doc), countValuesByteByByte(doc); got != want {
+			t.Errorf("%q: CountValues %d, byte by byte %d", doc, got, want)
+		}
+	})
+}
