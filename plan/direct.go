@@ -149,13 +149,14 @@ func (k collectedKey) slot() int {
 
 // fieldSet is a selection set's fields on one type, made once per
 // operation and written once per element: with each field's key as
-// written, and, on Run, the field each is (runFields), so that a run's
-// fields are told apart by a small integer and not by comparing names.
+// written, and, on the types written most (fieldCodes), the field each
+// is, so that an element's fields are told apart by a small integer and
+// not by comparing names.
 type fieldSet struct {
 	fields []graphql.CollectedField
 	// keys are `{"alias":` for the first field, `,"alias":` for the rest.
 	keys  []string
-	codes []runField
+	codes []uint8
 }
 
 // collectedKey names a selection set on a type within one request, in
@@ -242,10 +243,10 @@ func newFieldSet(fields []graphql.CollectedField, typ string) *fieldSet {
 		}
 		set.keys[i] = open + `"` + f.Alias + `":`
 	}
-	if typ == "Run" {
-		set.codes = make([]runField, len(fields))
+	if codes := fieldCodes[typ]; codes != nil {
+		set.codes = make([]uint8, len(fields))
 		for i, f := range fields {
-			set.codes[i] = runFields[f.Name]
+			set.codes[i] = codes[f.Name]
 		}
 	}
 	return set
@@ -401,7 +402,7 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 	}
 	for i, f := range set.fields {
 		w.b = append(w.b, set.keys[i]...)
-		if !w.runField(set.codes[i], f, r) {
+		if !w.runField(runField(set.codes[i]), f, r) {
 			return false
 		}
 	}
@@ -409,9 +410,67 @@ func (w *directWriter) run(sel ast.SelectionSet, r *snapshot.Run) bool {
 	return true
 }
 
+// fieldCodes are, by type, the fields of the types written once per
+// element of a page, by name, each as the code its writer switches on; a
+// name not among them is 0, which the writer does not know.
+var fieldCodes = map[string]map[string]uint8{
+	"Run":   runFields,
+	"Owner": {"__typename": ownerTypename, "hostId": ownerHostID, "pid": ownerPID, "nonce": ownerNonce},
+	"Claim": {"__typename": claimTypename, "owner": claimOwner, "claimedAt": claimClaimedAt},
+	"Cancellation": {"__typename": cancellationTypename, "requestedAt": cancellationRequestedAt,
+		"acknowledgement": cancellationAcknowledgement},
+	"CancelAcknowledgement": {"__typename": acknowledgementTypename, "observedAt": acknowledgementObservedAt,
+		"owner": acknowledgementOwner},
+	"Waiting": {"__typename": waitingTypename, "kind": waitingKind, "reason": waitingReason, "wakeAt": waitingWakeAt,
+		"tokenDigest": waitingTokenDigest, "request": waitingRequest},
+	"RunEdge": {"__typename": edgeTypename, "cursor": edgeCursor, "ordinal": edgeOrdinal, "node": edgeNode},
+}
+
+// The fields of the types of fieldCodes but Run's, by type.
+const (
+	ownerTypename = iota + 1
+	ownerHostID
+	ownerPID
+	ownerNonce
+)
+
+const (
+	claimTypename = iota + 1
+	claimOwner
+	claimClaimedAt
+)
+
+const (
+	cancellationTypename = iota + 1
+	cancellationRequestedAt
+	cancellationAcknowledgement
+)
+
+const (
+	acknowledgementTypename = iota + 1
+	acknowledgementObservedAt
+	acknowledgementOwner
+)
+
+const (
+	waitingTypename = iota + 1
+	waitingKind
+	waitingReason
+	waitingWakeAt
+	waitingTokenDigest
+	waitingRequest
+)
+
+const (
+	edgeTypename = iota + 1
+	edgeCursor
+	edgeOrdinal
+	edgeNode
+)
+
 // runFields are the fields of Run by name, each as the code runField
-// switches on; a name not among them is 0, which the writer does not know.
-var runFields = map[string]runField{
+// switches on.
+var runFields = map[string]uint8{
 	"__typename": runTypename, "id": runID, "revision": runRevision, "status": runStatus,
 	"flowName": runFlowName, "state": runState, "createdAt": runCreatedAt, "startedAt": runStartedAt,
 	"finishedAt": runFinishedAt, "heartbeatAt": runHeartbeatAt, "owner": runOwner,
@@ -424,7 +483,7 @@ var runFields = map[string]runField{
 type runField uint8
 
 const (
-	runUnknown runField = iota
+	runUnknown = iota
 	runTypename
 	runID
 	runRevision
@@ -530,94 +589,122 @@ func (w *directWriter) runField(code runField, f graphql.CollectedField, r *snap
 }
 
 func (w *directWriter) claim(sel ast.SelectionSet, c *snapshot.Claim) bool {
-	fields, ok := w.collect(sel, "Claim")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
+	set, ok := w.collect(sel, "Claim")
+	if !ok {
+		return false
+	}
+	for i, f := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		switch set.codes[i] {
+		case claimTypename:
 			w.b = jsonwire.AppendQuoted(w.b, "Claim")
-		case "owner":
-			return w.owner(f.Selections, &c.Owner)
-		case "claimedAt":
+		case claimOwner:
+			if !w.owner(f.Selections, &c.Owner) {
+				return false
+			}
+		case claimClaimedAt:
 			w.b = scalar.AppendDateTime(w.b, c.ClaimedAt)
 		default:
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
 }
 
 func (w *directWriter) cancellation(sel ast.SelectionSet, c *snapshot.Cancellation) bool {
-	fields, ok := w.collect(sel, "Cancellation")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
+	set, ok := w.collect(sel, "Cancellation")
+	if !ok {
+		return false
+	}
+	for i, f := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		switch set.codes[i] {
+		case cancellationTypename:
 			w.b = jsonwire.AppendQuoted(w.b, "Cancellation")
-		case "requestedAt":
+		case cancellationRequestedAt:
 			w.b = appendOptDateTime(w.b, c.RequestedAt)
-		case "acknowledgement":
+		case cancellationAcknowledgement:
 			if c.Acknowledgement == nil {
 				w.b = append(w.b, "null"...)
-				return true
+			} else if !w.acknowledgement(f.Selections, c.Acknowledgement) {
+				return false
 			}
-			return w.acknowledgement(f.Selections, c.Acknowledgement)
 		default:
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
 }
 
 func (w *directWriter) acknowledgement(sel ast.SelectionSet, a *snapshot.CancelAcknowledgement) bool {
-	fields, ok := w.collect(sel, "CancelAcknowledgement")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
+	set, ok := w.collect(sel, "CancelAcknowledgement")
+	if !ok {
+		return false
+	}
+	for i, f := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		switch set.codes[i] {
+		case acknowledgementTypename:
 			w.b = jsonwire.AppendQuoted(w.b, "CancelAcknowledgement")
-		case "observedAt":
+		case acknowledgementObservedAt:
 			w.b = scalar.AppendDateTime(w.b, a.ObservedAt)
-		case "owner":
-			return w.owner(f.Selections, &a.Owner)
+		case acknowledgementOwner:
+			if !w.owner(f.Selections, &a.Owner) {
+				return false
+			}
 		default:
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
 }
 
 func (w *directWriter) owner(sel ast.SelectionSet, o *vocab.Owner) bool {
-	fields, ok := w.collect(sel, "Owner")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
+	set, ok := w.collect(sel, "Owner")
+	if !ok {
+		return false
+	}
+	for i := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		switch set.codes[i] {
+		case ownerTypename:
 			w.b = jsonwire.AppendQuoted(w.b, "Owner")
-		case "hostId":
+		case ownerHostID:
 			w.b = jsonwire.AppendQuoted(w.b, o.HostID)
-		case "pid":
+		case ownerPID:
 			w.b = scalar.AppendSafeInt(w.b, o.PID)
-		case "nonce":
+		case ownerNonce:
 			w.b = jsonwire.AppendQuoted(w.b, o.Nonce)
 		default:
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
 }
 
 func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool {
-	fields, ok := w.collect(sel, "Waiting")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
+	set, ok := w.collect(sel, "Waiting")
+	if !ok {
+		return false
+	}
+	for i := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		switch set.codes[i] {
+		case waitingTypename:
 			w.b = jsonwire.AppendQuoted(w.b, "Waiting")
-		case "kind":
+		case waitingKind:
 			scalar.MarshalWaitingKind(wt.Kind).MarshalGQL(w)
-		case "reason":
+		case waitingReason:
 			w.b = jsonwire.AppendQuoted(w.b, wt.Reason)
-		case "wakeAt":
+		case waitingWakeAt:
 			w.b = appendOptDateTime(w.b, wt.WakeAt)
-		case "tokenDigest":
+		case waitingTokenDigest:
 			w.b = appendOptQuoted(w.b, wt.TokenDigest)
-		case "request":
+		case waitingRequest:
 			if !w.payloads {
 				return false
 			}
@@ -625,8 +712,9 @@ func (w *directWriter) waiting(sel ast.SelectionSet, wt *snapshot.Waiting) bool 
 		default:
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
 }
 
 // page writes r's children or rounds page, read with the keys the
@@ -687,22 +775,29 @@ func (w *directWriter) connection(sel ast.SelectionSet, p *snapshot.Page) bool {
 }
 
 func (w *directWriter) edge(sel ast.SelectionSet, e *snapshot.Edge) bool {
-	fields, ok := w.collect(sel, "RunEdge")
-	return ok && w.object(fields, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
+	set, ok := w.collect(sel, "RunEdge")
+	if !ok {
+		return false
+	}
+	for i, f := range set.fields {
+		w.b = append(w.b, set.keys[i]...)
+		switch set.codes[i] {
+		case edgeTypename:
 			w.b = jsonwire.AppendQuoted(w.b, "RunEdge")
-		case "cursor":
+		case edgeCursor:
 			w.b = jsonwire.AppendQuoted(w.b, e.Cursor)
-		case "ordinal":
+		case edgeOrdinal:
 			w.b = scalar.AppendSafeInt(w.b, e.Ordinal)
-		case "node":
-			return e.Node.Err == nil && w.snapshot(f.Selections, e.Node.Value)
+		case edgeNode:
+			if e.Node.Err != nil || !w.snapshot(f.Selections, e.Node.Value) {
+				return false
+			}
 		default:
 			return false
 		}
-		return true
-	})
+	}
+	w.close(len(set.fields))
+	return true
 }
 
 func (w *directWriter) pageInfo(sel ast.SelectionSet, p *snapshot.PageInfo) bool {
