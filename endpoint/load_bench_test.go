@@ -269,6 +269,23 @@ func BenchmarkLoad(b *testing.B) {
 							everyField := func(id string) error { return postQuery(client, srv.url, s.every, s.vars(id)) }
 							x := pairedCPU(b, bs, db, app, srv, benchmarked, everyField)
 							b.ReportMetric(x, "x-fields")
+							// How much more the every-field answer writes.
+							anchor := bs.anchors[0]
+							b.ReportMetric(float64(responseSize(b, client, srv.url, s.every, s.vars(anchor)))/
+								float64(responseSize(b, client, srv.url, s.query, s.vars(anchor))), "x-bytes")
+						})
+					}
+					if srv.floor != "" {
+						// The same pair of exchanges served by a Go HTTP
+						// server that reads no store: how much of x-fields
+						// any server pays for writing the larger answer.
+						b.Run(s.name+"/floorPaired", func(b *testing.B) {
+							anchor := bs.anchors[0]
+							floor := func(query string) func(id string) error {
+								url := srv.floor + "?n=" + strconv.Itoa(responseSize(b, client, srv.url, query, s.vars(anchor)))
+								return func(id string) error { return postQuery(client, url, query, s.vars(id)) }
+							}
+							b.ReportMetric(pairedCPU(b, bs, db, app, srv, floor(s.query), floor(s.every)), "x-fields")
 						})
 					}
 				}
@@ -322,6 +339,9 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// floorBodies are the bodies /floor answers, by size.
+var floorBodies sync.Map
 
 // loadServerEnv, set to a store's DSN, makes the test binary serve that
 // store's GraphQL endpoint instead of running tests (see TestMain).
@@ -391,10 +411,16 @@ func serveLoad(dsn string) error {
 			http.Error(w, "no body", http.StatusBadRequest)
 			return
 		}
-		const wrap = `{"data":null,"pad":""}`
-		out := append(append([]byte(wrap[:len(wrap)-2]), bytes.Repeat([]byte{'x'}, max(0, n-len(wrap)))...), `"}`...)
+		// Made once per size and sent with its length, as the endpoint
+		// sends an answer: what is left is the exchange alone.
+		out, ok := floorBodies.Load(n)
+		if !ok {
+			const wrap = `{"data":null,"pad":""}`
+			out, _ = floorBodies.LoadOrStore(n, append(append([]byte(wrap[:len(wrap)-2]), bytes.Repeat([]byte{'x'}, max(0, n-len(wrap)))...), `"}`...))
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
+		w.Header().Set("Content-Length", strconv.Itoa(len(out.([]byte))))
+		_, _ = w.Write(out.([]byte))
 	})
 	mux.HandleFunc("/rusage", func(w http.ResponseWriter, _ *http.Request) {
 		var ru syscall.Rusage
@@ -591,6 +617,9 @@ func pairedCPU(b *testing.B, bs *benchStore, db *store.DB, app string, srv *load
 	if spent[0] <= 0 {
 		return 0
 	}
+	// Each side's CPU per request, server and backends, beside the ratio.
+	b.ReportMetric(spent[0]*1e6/float64(b.N), "a-cpu-µs/req")
+	b.ReportMetric(spent[1]*1e6/float64(b.N), "e-cpu-µs/req")
 	return spent[1] / spent[0]
 }
 
@@ -601,27 +630,54 @@ func measureClients(b *testing.B, bs *benchStore, op func(id string) error) {
 }
 
 func postQuery(client *http.Client, url, query string, vars map[string]any) error {
-	_, err := postAnswer(client, url, query, vars)
-	return err
+	buf := answerBuffers.Get().(*bytes.Buffer)
+	defer answerBuffers.Put(buf)
+	return postInto(client, url, query, vars, buf)
 }
+
+// answerBuffers hold the answers postQuery reads. The client shares the
+// machine's cores with the server it measures: read into a fresh slice
+// grown from 512 bytes, a page of every field's answer cost the client
+// twice the CPU the benchmarked one did, much of it in the kernel.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // postAnswer posts a query and returns its answer, which must be a 200
 // without errors.
 func postAnswer(client *http.Client, url, query string, vars map[string]any) ([]byte, error) {
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	var buf bytes.Buffer
+	err := postInto(client, url, query, vars, &buf)
+	return buf.Bytes(), err
+}
+
+// quotedQueries are the queries posted, each as a JSON string: quoting a
+// long query, its new lines escaped, on every request cost the client more
+// than the rest of the request.
+var quotedQueries sync.Map
+
+// postInto posts a query and reads its answer, which must be a 200 without
+// errors, into buf.
+func postInto(client *http.Client, url, query string, vars map[string]any, buf *bytes.Buffer) error {
+	quoted, ok := quotedQueries.Load(query)
+	if !ok {
+		q, _ := json.Marshal(query)
+		quoted, _ = quotedQueries.LoadOrStore(query, q)
+	}
+	body := append(append([]byte(`{"query":`), quoted.([]byte)...), `,"variables":`...)
+	v, _ := json.Marshal(vars)
+	body = append(append(body, v...), '}')
 	res, err := client.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
+	buf.Reset()
+	if _, err := buf.ReadFrom(res.Body); err != nil {
+		return err
 	}
-	if res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
-		return nil, fmt.Errorf("status %d: %s", res.StatusCode, raw)
+	if raw := buf.Bytes(); res.StatusCode != 200 || bytes.Contains(raw, []byte(`"errors"`)) {
+		return fmt.Errorf("status %d: %s", res.StatusCode, raw)
 	}
-	return raw, nil
+	return nil
 }
 
 // responseSize is the size of flowsnap's answer to query, which must
@@ -861,6 +917,35 @@ func selfCPU() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
+// procCPU is the CPU time of process pid, in seconds: the nanoseconds it
+// ran on a CPU (the first field of /proc/PID/schedstat), or, where the
+// kernel keeps no such count, its user and system time in clock ticks (100
+// a second on Linux). Read in ticks, each backend's time is cut to 10 ms
+// at both ends of a round, an error that several backends add up to as
+// much as a round of a few hundred requests costs them in all.
+func procCPU(pid int) (float64, bool) {
+	if sched, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid)); err == nil {
+		if f := strings.Fields(string(sched)); len(f) > 0 {
+			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				return float64(ns) / 1e9, true
+			}
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the parenthesised command: utime and stime are the
+	// 12th and 13th.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, false
+	}
+	u, _ := strconv.ParseFloat(fields[11], 64)
+	s, _ := strconv.ParseFloat(fields[12], 64)
+	return (u + s) / 100, true
+}
+
 // backendCPU is the CPU time, in seconds, of every backend of the
 // connections named app, read from /proc: false when the server is not on
 // this machine.
@@ -879,19 +964,11 @@ func backendCPU(db *store.DB, app string) (map[int]float64, bool) {
 	rows.Close()
 	out := map[int]float64{}
 	for _, pid := range pids {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
+		t, ok := procCPU(pid)
+		if !ok {
 			return nil, false
 		}
-		// The fields after the parenthesised command: utime and stime
-		// are the 12th and 13th, in clock ticks (100 a second on Linux).
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) < 13 {
-			return nil, false
-		}
-		u, _ := strconv.ParseFloat(fields[11], 64)
-		s, _ := strconv.ParseFloat(fields[12], 64)
-		out[pid] = (u + s) / 100
+		out[pid] = t
 	}
 	return out, true
 }
