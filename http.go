@@ -255,8 +255,11 @@ func serveStore(ctx context.Context, db *store.DB, opts serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", opts.addr, err)
 	}
+	// Each answer goes to its client in one write (endpoint.CoalescingListener).
+	ln = endpoint.CoalescingListener(ln)
 	srv := &http.Server{
 		Handler:           newHostGuard(telemetry.Middleware(mux, opts.tracing, traced), opts.allowedHosts, opts.addr, ln.Addr().String()),
+		ConnContext:       endpoint.WithConn,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      opts.timeout + 15*time.Second,

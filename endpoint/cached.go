@@ -92,11 +92,10 @@ func (e *endpoint) answerCached(w http.ResponseWriter, r *http.Request, params c
 	resp = q.respond(ctx, ctx, resp, direct)
 	w.Header().Set("Content-Type", responseMedia(r))
 	if body := rec.TakeBody(); body != nil {
-		// With its length known, the body goes out unchunked, in as few
-		// writes to the connection as its buffer allows (two where
-		// chunking took three or more).
+		// With its length known, the body goes out unchunked, with its
+		// headers in one write to the connection where it can.
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		_, _ = w.Write(body)
+		sendWhole(w, r, body)
 		plan.GiveBuffer(body)
 		return true
 	}
