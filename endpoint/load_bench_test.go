@@ -438,7 +438,9 @@ func serveLoad(dsn string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		_ = ln.Close()
 	}()
-	if err := http.Serve(ln, mux); !errors.Is(err, net.ErrClosed) {
+	// As serve serves.
+	srv := &http.Server{Handler: mux, ConnContext: endpoint.WithConn}
+	if err := srv.Serve(endpoint.CoalescingListener(ln)); !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
