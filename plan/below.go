@@ -13,13 +13,19 @@ import (
 // whose own read was not a loader's.
 func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField, v any) {
 	page, _ := v.(*snapshot.Page)
+	reads := l.p.mayRead(oc, f)
 	if page != nil {
+		if reads {
+			// The page's runs and as many parents, at most, without the
+			// loader's map growing past the runs on the way.
+			l.runs.reserve(2 * len(page.Edges))
+		}
 		l.runs.primeMany(len(page.Edges), func(i int) (string, snapshot.Snapshot, error) {
 			e := &page.Edges[i]
 			return e.RunID, e.Node.Value, e.Node.Err
 		})
 	}
-	if !l.p.mayRead(oc, f) {
+	if !reads {
 		// Nothing below reads: the walk would only box every edge and
 		// run of the page to find so.
 		return
@@ -43,6 +49,9 @@ func (l *loaders) readBelow(ctx context.Context, oc *graphql.OperationContext, f
 			ids := make([]string, len(feed.Changes))
 			for i, c := range feed.Changes {
 				ids[i] = c.RunID
+			}
+			if parents {
+				l.runs.reserve(2 * len(ids))
 			}
 			runs, _ := l.runs.get(ctx, ids)
 			if parents {

@@ -191,6 +191,10 @@ func (l *loader[K, V]) want(keys []K) []*entry[V] {
 			e, block = &block[0], block[1:]
 			e.wave = l.next
 			l.entries[k] = e
+			if l.pending == nil {
+				l.pending = make([]K, 0, len(keys)-i)
+				l.pendingEntries = make([]*entry[V], 0, len(keys)-i)
+			}
 			l.pending = append(l.pending, k)
 			l.pendingEntries = append(l.pendingEntries, e)
 		}
@@ -266,6 +270,15 @@ func (l *loader[K, V]) prime(k K, v V, err error) {
 		l.entries = map[K]*entry[V]{}
 	}
 	l.entries[k] = &entry[V]{wave: primed, v: v, err: err}
+}
+
+// reserve makes room for n entries, when the loader has none yet.
+func (l *loader[K, V]) reserve(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries == nil {
+		l.entries = make(map[K]*entry[V], n)
+	}
 }
 
 // primeMany is prime for the n keys each gives, their entries allocated
