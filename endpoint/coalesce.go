@@ -42,29 +42,81 @@ func WithConn(ctx context.Context, c net.Conn) context.Context {
 
 type coalescingKey struct{}
 
-// coalescingConn keeps what is written to it while held, and writes it in
-// one call when released. Only a handler of an HTTP/1 request holds it,
-// on the connection's own goroutine, which makes every write to it.
+// coalescingConn, while held, keeps back the writes of a buffer's size or
+// less (copied) and sends them with the next larger one, in one vectored
+// write to a TCP connection (writev), or when released: net/http writes an
+// answer past its buffer as the buffer's first 4 KiB, headers included,
+// then the rest, from the answer itself. Only what is kept back is copied,
+// so that a held answer costs a buffer of a few KiB, not one of its size.
+// Under TLS the records are written as they come, those of 4 KiB or less
+// kept back likewise. Only a handler of an HTTP/1 request holds it, on the
+// connection's own goroutine, which makes every write to it.
 type coalescingConn struct {
 	net.Conn
-	held *[]byte
+	holding bool
+	// kept is the write kept back, when there is one.
+	kept *[]byte
 }
 
-// heldBuffers keep what held connections are written.
-var heldBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// keptBuffers hold the writes kept back.
+var keptBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 func (c *coalescingConn) Write(p []byte) (int, error) {
-	if c.held != nil {
-		*c.held = append(*c.held, p...)
+	if !c.holding {
+		return c.Conn.Write(p)
+	}
+	if len(p) <= bufferedWrite && (c.kept == nil || len(*c.kept)+len(p) <= maxKeptWrite) {
+		if c.kept == nil {
+			c.kept = keptBuffers.Get().(*[]byte)
+			*c.kept = (*c.kept)[:0]
+		}
+		*c.kept = append(*c.kept, p...)
 		return len(p), nil
 	}
-	return c.Conn.Write(p)
+	if c.kept == nil {
+		return c.Conn.Write(p)
+	}
+	err := c.sendKeptAnd(p)
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
+
+// sendKeptAnd sends the write kept back and p in one write: vectored on a
+// TCP connection, copied after it on any other.
+func (c *coalescingConn) sendKeptAnd(p []byte) error {
+	kept := c.kept
+	c.kept = nil
+	defer giveKept(kept)
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		bufs := net.Buffers{*kept, p}
+		_, err := bufs.WriteTo(tcp)
+		return err
+	}
+	*kept = append(*kept, p...)
+	_, err := c.Conn.Write(*kept)
+	return err
+}
+
+func giveKept(b *[]byte) {
+	if cap(*b) <= 2*maxKeptWrite {
+		*b = (*b)[:0]
+		keptBuffers.Put(b)
+	}
+}
+
+// bufferedWrite is the most net/http writes to a connection from its
+// buffer, and maxKeptWrite the most kept back at once.
+const (
+	bufferedWrite = 4 << 10
+	maxKeptWrite  = 16 << 10
+)
 
 // ReadFrom keeps net/http's copy of a file to the connection a copy by
 // the kernel where the connection can make one.
 func (c *coalescingConn) ReadFrom(r io.Reader) (int64, error) {
-	if c.held != nil {
+	if c.holding {
 		return io.Copy(writerOnly{c}, r)
 	}
 	return io.Copy(c.Conn, r)
@@ -80,27 +132,22 @@ func (c *coalescingConn) CloseWrite() error {
 
 type writerOnly struct{ io.Writer }
 
-func (c *coalescingConn) hold() {
-	c.held = heldBuffers.Get().(*[]byte)
-}
+func (c *coalescingConn) hold() { c.holding = true }
 
-// release writes what was held, in one call.
+// release sends the write kept back, if any, and writes through again.
 func (c *coalescingConn) release() {
-	b := c.held
-	c.held = nil
-	if len(*b) > 0 {
+	c.holding = false
+	if kept := c.kept; kept != nil {
+		c.kept = nil
 		// An error is the next read's to find, as net/http finds it.
-		_, _ = c.Conn.Write(*b)
-	}
-	if cap(*b) <= maxHeldAnswer {
-		*b = (*b)[:0]
-		heldBuffers.Put(b)
+		_, _ = c.Conn.Write(*kept)
+		giveKept(kept)
 	}
 }
 
 // minHeldAnswer and maxHeldAnswer bound the answers sent in one write: a
 // smaller one leaves in one with its headers anyway, and a larger one
-// would be copied once more for little.
+// takes more writes than a vectored write saves.
 const (
 	minHeldAnswer = 3 << 10
 	maxHeldAnswer = 256 << 10
