@@ -9,34 +9,32 @@ import (
 
 	"github.com/flowsnap/flowsnap/endpoint/record"
 	"github.com/flowsnap/flowsnap/jsonwire"
-	"github.com/flowsnap/flowsnap/plan"
 	"github.com/flowsnap/flowsnap/snapshot"
 )
 
-// answerBody hands the transport a stand-in for resp, a direct answer
-// without errors, and keeps resp's body, written here with its extensions
-// (the operation's cost and position, when known), for serve to send in
-// its place (requestErrorWriter): gqlgen's transport writes a response
+// answerBody hands the transport a stand-in for a direct answer without
+// errors, and keeps its body, framed (the buffer its data was written in,
+// after plan.DataPrefix) completed here with its extensions (the
+// operation's cost and position, when known), for serve to send in its
+// place (requestErrorWriter): gqlgen's transport writes a response
 // with encoding/json, which validates and compacts the whole of its data
 // again, while a direct answer's data is written compact and escaped as
 // encoding/json escapes it (<, >, &, U+2028 and U+2029 too), so that the
 // body is the executor's, byte for byte. It returns nil for a response
 // that goes out otherwise (over a WebSocket, an event stream), which the
 // caller hands over as it is.
-func answerBody(ctx context.Context, resp *graphql.Response, ext extensions) *graphql.Response {
-	body := plan.TakeBuffer()
-	body = append(body, `{"data":`...)
-	body = append(body, resp.Data...)
+func answerBody(ctx context.Context, framed []byte, ext extensions) *graphql.Response {
+	// The data follows {"data": in framed already.
+	body := framed
 	if ext.hasCost || ext.hasPos {
 		body = append(body, `,"extensions":`...)
 		body = ext.append(body)
 	}
 	body = append(body, '}')
 	if !record.Of(ctx).SetBody(body) {
-		plan.GiveBuffer(body)
+		// The response goes out otherwise, with the data as it was.
 		return nil
 	}
-	plan.GiveBuffer(resp.Data)
 	return &graphql.Response{Data: json.RawMessage("null")}
 }
 

@@ -79,17 +79,17 @@ func (e *endpoint) answerCached(w http.ResponseWriter, r *http.Request, params c
 	// (endpoint.ServeHTTP) comes before the operation's would.
 	ctx, q.cached = q.ctx, true
 	var resp *graphql.Response
+	var framed []byte
 	if !e.opts.NoDirect {
-		resp = plan.AnswerDirect(ctx, q.rd)
+		resp, framed = plan.AnswerDirect(ctx, q.rd)
 	}
-	direct := resp != nil
-	if !direct {
+	if resp == nil {
 		rh, rctx := e.cached.DispatchOperation(ctx, oc)
 		resp = rh(rctx)
 	}
 	rec := record.Of(ctx)
 	rec.AnswersInOneBody()
-	resp = q.respond(ctx, ctx, resp, direct)
+	resp = q.respond(ctx, ctx, resp, framed)
 	w.Header().Set("Content-Type", responseMedia(r))
 	if body := rec.TakeBody(); body != nil {
 		// With its length known, the body goes out unchunked, with its

@@ -143,20 +143,20 @@ func operation(ctx context.Context, next graphql.OperationHandler, reader *snaps
 		dctx, cancel := context.WithDeadline(ctx, q.deadline)
 		defer cancel()
 		var resp *graphql.Response
+		var framed []byte
 		if !opts.NoDirect && !tried {
 			tried = true
-			if resp = plan.AnswerDirect(dctx, q.rd); resp != nil {
+			if resp, framed = plan.AnswerDirect(dctx, q.rd); resp != nil {
 				answeredDirectly = true
 				// What the executor's response middleware does for an
 				// answer without errors.
 				record.Of(ctx).ReleaseSlot()
 			}
 		}
-		direct := resp != nil
-		if !direct {
+		if resp == nil {
 			resp = rh(dctx)
 		}
-		return q.respond(ctx, dctx, resp, direct)
+		return q.respond(ctx, dctx, resp, framed)
 	}
 }
 
@@ -196,12 +196,14 @@ func beginQuery(ctx context.Context, reader *snapshot.Reader, planner *plan.Plan
 	return &query{ctx: ctx, rd: rd, start: start, deadline: start.Add(opts.Timeout), opts: opts, span: span}, nil
 }
 
-// respond completes resp, the operation's answer (direct says the direct
-// answer wrote it), made with dctx: a TIMEOUT error when dctx ran out
-// before anything was answered, the size limit, and the cost and position
-// in its extensions. It ends the read, logs the operation and hands a
-// direct answer's body to the request's record (see answerBody).
-func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direct bool) *graphql.Response {
+// respond completes resp, the operation's answer (framed, when set, is the
+// buffer the direct answer wrote it in: see plan.AnswerDirect), made with
+// dctx: a TIMEOUT error when dctx ran out before anything was answered,
+// the size limit, and the cost and position in its extensions. It ends the
+// read, logs the operation and hands a direct answer's body to the
+// request's record (see answerBody).
+func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, framed []byte) *graphql.Response {
+	direct := framed != nil
 	opts := q.opts
 	if resp == nil && dctx.Err() != nil {
 		resp = &graphql.Response{Errors: gqlerror.List{timeoutError(dctx, opts)}}
@@ -224,7 +226,7 @@ func (q *query) respond(ctx, dctx context.Context, resp *graphql.Response, direc
 		q.finish(ctx, resp, direct)
 	})
 	if direct && len(resp.Errors) == 0 {
-		if standIn := answerBody(ctx, resp, ext); standIn != nil {
+		if standIn := answerBody(ctx, framed, ext); standIn != nil {
 			return standIn
 		}
 	}
