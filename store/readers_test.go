@@ -104,19 +104,3 @@ func TestDefaultReaders(t *testing.T) {
 		}
 	})
 }
-
-// TestSQLiteReadersKeepASmallPageCache checks the page cache of a SQLite
-// read connection: 1 MiB, half SQLite's default, which the server's peak
-// memory at 64 clients is measured with (see openSQLite).
-func TestSQLiteReadersKeepASmallPageCache(t *testing.T) {
-	dsn := storetest.DSN(t, store.SQLite)
-	storetest.OpenDSN(t, dsn, true)
-	db := storetest.OpenReader(t, dsn)
-	var kib int
-	if err := db.SQLReader().QueryRowContext(context.Background(), "PRAGMA cache_size").Scan(&kib); err != nil {
-		t.Fatal(err)
-	}
-	if kib != -1024 {
-		t.Errorf("a read connection's cache_size is %d, want -1024 (1 MiB)", kib)
-	}
-}

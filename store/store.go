@@ -222,18 +222,10 @@ func sqliteDSNs(dsn string, opts Options) (path, writer, reader string, err erro
 	})
 	// A read waits for a lock as long as its context allows (the driver's
 	// busy handler gives up when the context is done), so a lock wait ends
-	// as TIMEOUT at the operation's deadline, whatever that is. Each read
-	// connection keeps a page cache of its own, beside the operating
-	// system's of the same file: at 1 MiB (readerCacheKiB) rather than
-	// SQLite's 2, the load benchmark's server peaked at 57 MiB at 64
-	// clients instead of 64, at the same CPU per request.
-	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)", fmt.Sprintf("cache_size(-%d)", readerCacheKiB),
-		fmt.Sprintf("busy_timeout(%d)", readBusyTimeout.Milliseconds())}})
+	// as TIMEOUT at the operation's deadline, whatever that is.
+	reader = common(url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)", fmt.Sprintf("busy_timeout(%d)", readBusyTimeout.Milliseconds())}})
 	return path, writer, reader, nil
 }
-
-// readerCacheKiB is the page cache of each SQLite read connection.
-const readerCacheKiB = 1024
 
 func openSQLite(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	path, writerDSN, readerDSN, err := sqliteDSNs(dsn, opts)
