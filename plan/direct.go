@@ -147,11 +147,16 @@ type collectedSet struct {
 	set *fieldSet
 }
 
-// slot is where the table looks for key first: its selection's address,
-// whose lowest bits an interface's alignment leaves the same, mixed.
-func (k collectedKey) slot() int {
-	p := uintptr(unsafe.Pointer(k.first))
-	return int((p>>4 ^ p>>10) % collectedSlots)
+// place is where the writer's table holds key, or the empty place it
+// would take: probing from its selection's address (whose lowest bits an
+// interface's alignment leaves the same, mixed); the table is never full.
+func (w *directWriter) place(key collectedKey) int {
+	p := uintptr(unsafe.Pointer(key.first))
+	i := int((p>>4 ^ p>>10) % collectedSlots)
+	for w.collected[i].set != nil && w.collected[i].key != key {
+		i = (i + 1) % collectedSlots
+	}
+	return i
 }
 
 // fieldSet is a selection set's fields on one type, made once per
@@ -194,10 +199,8 @@ func (w *directWriter) collect(sel ast.SelectionSet, typ string) (*fieldSet, boo
 		return nil, false
 	}
 	key := collectedKey{first: &sel[0], n: len(sel), typ: typ}
-	for i := key.slot(); w.collected[i].set != nil; i = (i + 1) % collectedSlots {
-		if w.collected[i].key == key {
-			return w.collected[i].set, true
-		}
+	if set := w.collected[w.place(key)].set; set != nil {
+		return set, true
 	}
 	if set, ok := w.collectedMap[key]; ok {
 		return set, true
@@ -263,11 +266,7 @@ func newFieldSet(fields []graphql.CollectedField, typ string) *fieldSet {
 func (w *directWriter) keep(key collectedKey, set *fieldSet) {
 	switch {
 	case w.nCollected < maxCollected:
-		i := key.slot()
-		for w.collected[i].set != nil {
-			i = (i + 1) % collectedSlots
-		}
-		w.collected[i] = collectedSet{key: key, set: set}
+		w.collected[w.place(key)] = collectedSet{key: key, set: set}
 		w.nCollected++
 	case w.collectedMap == nil:
 		w.collectedMap = map[collectedKey]*fieldSet{key: set}
